@@ -1,0 +1,633 @@
+//! The echo benchmark harness: runs every peer under the same load, one at a time,
+//! pinned, interleaved round by round, and prints what each server costs per message.
+//!
+//! For each scenario and round, each peer in turn is started on core 0 (`taskset -c 0`)
+//! on a fresh loopback port, and `echo-client` on core 1. The server's CPU time is read
+//! from `/proc/PID/stat` when the client announces `measuring` (end of warm-up) and again
+//! after the client has exited; divided by the messages the client counted, that is the
+//! server's CPU per message, the number that separates servers when the client is the
+//! bottleneck. A round is clean only if the client had its core (CPU share >= 90%).
+//!
+//! `--syscalls` instead runs each peer once under `strace -c -f` and reports syscalls and
+//! `io_uring_enter` calls per message.
+//!
+//! Peers are the binaries next to this executable; a missing one is skipped with the
+//! command that builds it.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use clap::Parser;
+use serde::Serialize;
+
+use ringway_bench::peers::{self, Peer};
+use ringway_bench::ports::pick_free_port;
+use ringway_bench::process::{send_signal, Event, Stream, WaitError, Watched};
+use ringway_bench::procstat::{clock_ticks_per_second, read_cpu_ticks};
+use ringway_bench::report::{render_scenario, RoundRecord};
+use ringway_bench::scenario::{parse_scenarios, Scenario};
+use ringway_bench::strace::parse_strace_summary;
+use ringway_bench::table::{fmt_rate, render};
+
+/// Echo benchmark harness.
+#[derive(Parser)]
+struct Args {
+    /// Peers to run, comma-separated (default: all). Known: ringway-uring, ringway-epoll,
+    /// tokio, monoio, monoio-coop, floor, and any given with --peer.
+    #[arg(long)]
+    peers: Option<String>,
+    /// Extra peer, `NAME=COMMAND` with `{port}` in the command (repeatable).
+    #[arg(long = "peer")]
+    extra_peers: Vec<String>,
+    /// Scenarios, comma-separated `CONNSxSIZE` (k = KiB).
+    #[arg(long, default_value = "50x64,10x1k")]
+    scenarios: String,
+    /// Measured seconds per round (in --syscalls mode: seconds under strace).
+    #[arg(long, default_value_t = 5.0)]
+    duration: f64,
+    /// Warm-up seconds before each measured window.
+    #[arg(long, default_value_t = 1.0)]
+    warmup: f64,
+    /// Rounds per scenario (peers interleaved within each round).
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Core for the servers.
+    #[arg(long, default_value_t = 0)]
+    server_cpu: usize,
+    /// Core for the client.
+    #[arg(long, default_value_t = 1)]
+    client_cpu: usize,
+    /// Minimum client CPU share for a round to count as clean.
+    #[arg(long, default_value_t = 0.9)]
+    clean_share: f64,
+    /// Write every raw round (and the syscall counts) to this JSON file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Count the servers' syscalls with strace instead (50x64 load, one run per peer).
+    #[arg(long)]
+    syscalls: bool,
+}
+
+/// How long a server may take to say `listening on`.
+const LISTEN_TIMEOUT: Duration = Duration::from_secs(10);
+/// Grace between SIGTERM and SIGKILL.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+/// Attempts to start a server that exits at once (e.g. its port was taken meanwhile).
+const START_ATTEMPTS: usize = 3;
+
+struct Env {
+    bin_dir: PathBuf,
+    client: PathBuf,
+    hz: f64,
+}
+
+/// A server that has printed its `listening on` line.
+struct Server {
+    proc: Watched,
+    port: u16,
+}
+
+fn start_server(peer: &Peer, cpu: usize) -> Result<Server, String> {
+    let mut last_err = String::new();
+    for _ in 0..START_ATTEMPTS {
+        let port = pick_free_port().map_err(|e| format!("no free port: {e}"))?;
+        let argv = peer.command(port);
+        let mut proc = Watched::spawn(Some(cpu), &argv)
+            .map_err(|e| format!("cannot start `{}`: {e}", argv.join(" ")))?;
+        match proc.wait_for_line(
+            Stream::Stdout,
+            |l| l.starts_with("listening on"),
+            LISTEN_TIMEOUT,
+        ) {
+            Ok(_) => return Ok(Server { proc, port }),
+            Err(WaitError::Timeout) => {
+                let tail = proc.stderr_tail();
+                let _ = proc.stop(KILL_GRACE);
+                return Err(format!(
+                    "no `listening on` line within {}s from `{}`; stderr: {tail}",
+                    LISTEN_TIMEOUT.as_secs(),
+                    argv.join(" ")
+                ));
+            }
+            Err(WaitError::Closed) => {
+                let status = proc.wait_timeout(KILL_GRACE).ok().flatten();
+                // Drain late stderr lines so the message is complete.
+                while proc
+                    .next_event(Instant::now() + Duration::from_millis(200))
+                    .is_ok()
+                {}
+                last_err = format!(
+                    "`{}` exited before listening ({}); stderr: {}",
+                    argv.join(" "),
+                    status
+                        .map(|s| s.to_string())
+                        .unwrap_or_else(|| "still running".into()),
+                    proc.stderr_tail()
+                );
+                let _ = proc.stop(KILL_GRACE);
+            }
+        }
+    }
+    Err(last_err)
+}
+
+/// What the client printed as its result.
+#[derive(serde::Deserialize)]
+struct ClientResult {
+    messages: u64,
+    duration_s: f64,
+    msgs_per_s: f64,
+    errors: u64,
+    client_cpu_s: f64,
+}
+
+/// Runs the client against `port`; calls `on_measuring` when it announces its window.
+/// Returns the result, the client's exit status and its stderr tail.
+fn run_client(
+    env: &Env,
+    args: &Args,
+    sc: Scenario,
+    port: u16,
+    warmup: f64,
+    mut on_measuring: impl FnMut(),
+) -> Result<(ClientResult, bool, String), String> {
+    let argv: Vec<String> = vec![
+        env.client.display().to_string(),
+        "--addr".into(),
+        format!("127.0.0.1:{port}"),
+        "--conns".into(),
+        sc.conns.to_string(),
+        "--size".into(),
+        sc.size.to_string(),
+        "--duration".into(),
+        args.duration.to_string(),
+        "--warmup".into(),
+        warmup.to_string(),
+        "--json".into(),
+    ];
+    let mut client = Watched::spawn(Some(args.client_cpu), &argv)
+        .map_err(|e| format!("cannot start echo-client: {e}"))?;
+    let deadline = Instant::now() + Duration::from_secs_f64(args.duration + warmup + 30.0);
+    let mut result = None;
+    loop {
+        match client.next_event(deadline) {
+            Ok(Event::Line(Stream::Stdout, line)) if line == "measuring" => on_measuring(),
+            Ok(Event::Line(Stream::Stdout, line)) if line.starts_with('{') => {
+                result = Some(
+                    serde_json::from_str::<ClientResult>(&line)
+                        .map_err(|e| format!("bad client output {line:?}: {e}"))?,
+                );
+            }
+            Ok(_) => {}
+            Err(WaitError::Closed) => break,
+            Err(WaitError::Timeout) => {
+                let _ = client.stop(KILL_GRACE);
+                return Err("echo-client did not finish in time (killed)".into());
+            }
+        }
+    }
+    let status = client
+        .wait_timeout(Duration::from_secs(10))
+        .map_err(|e| format!("waiting for echo-client: {e}"))?;
+    let success = status.map(|s| s.success()).unwrap_or(false);
+    let tail = client.stderr_tail();
+    let result = result.ok_or_else(|| format!("echo-client printed no result; stderr: {tail}"))?;
+    Ok((result, success, tail))
+}
+
+fn failed(sc: Scenario, peer: &Peer, round: usize, why: String) -> RoundRecord {
+    RoundRecord {
+        scenario: sc.id(),
+        conns: sc.conns,
+        size: sc.size,
+        peer: peer.name.clone(),
+        round,
+        ok: false,
+        error: Some(why),
+        messages: 0,
+        duration_s: 0.0,
+        msgs_per_s: 0.0,
+        client_errors: 0,
+        server_cpu_s: 0.0,
+        server_cpu_us_per_msg: 0.0,
+        client_cpu_share: 0.0,
+        clean: false,
+    }
+}
+
+fn run_round(env: &Env, args: &Args, sc: Scenario, peer: &Peer, round: usize) -> RoundRecord {
+    let mut server = match start_server(peer, args.server_cpu) {
+        Ok(s) => s,
+        Err(why) => return failed(sc, peer, round, why),
+    };
+    let pid = server.proc.pid();
+    let mut before = None;
+    let client = run_client(env, args, sc, server.port, args.warmup, || {
+        before = read_cpu_ticks(pid).ok();
+    });
+    let after = read_cpu_ticks(pid);
+    let server_alive = matches!(server.proc.try_wait(), Ok(None));
+    let server_tail = server.proc.stderr_tail();
+    let _ = server.proc.stop(KILL_GRACE);
+
+    let (res, client_ok, client_tail) = match client {
+        Ok(c) => c,
+        Err(why) => return failed(sc, peer, round, why),
+    };
+    if !server_alive {
+        return failed(
+            sc,
+            peer,
+            round,
+            format!("server died during the round; stderr: {server_tail}"),
+        );
+    }
+    let (Some(before), Ok(after)) = (before, after) else {
+        return failed(
+            sc,
+            peer,
+            round,
+            "could not read the server's /proc stat".into(),
+        );
+    };
+    let server_cpu_s = after.total().saturating_sub(before.total()) as f64 / env.hz;
+    let share = if res.duration_s > 0.0 {
+        res.client_cpu_s / res.duration_s
+    } else {
+        0.0
+    };
+    let ok = client_ok && res.errors == 0 && res.messages > 0;
+    let error = (!ok).then(|| {
+        format!(
+            "client reported {} errors (exit ok: {client_ok}); stderr: {client_tail}",
+            res.errors
+        )
+    });
+    RoundRecord {
+        scenario: sc.id(),
+        conns: sc.conns,
+        size: sc.size,
+        peer: peer.name.clone(),
+        round,
+        ok,
+        error,
+        messages: res.messages,
+        duration_s: res.duration_s,
+        msgs_per_s: res.msgs_per_s,
+        client_errors: res.errors,
+        server_cpu_s,
+        server_cpu_us_per_msg: if res.messages > 0 {
+            server_cpu_s * 1e6 / res.messages as f64
+        } else {
+            0.0
+        },
+        client_cpu_share: share,
+        clean: ok && share >= args.clean_share,
+    }
+}
+
+/// Syscall counts of one peer under strace.
+#[derive(Serialize)]
+struct SyscallRecord {
+    peer: String,
+    ok: bool,
+    error: Option<String>,
+    messages: u64,
+    total_syscalls: u64,
+    syscalls_per_msg: f64,
+    io_uring_enter_per_msg: f64,
+    /// (name, calls) for every syscall strace saw, most time first.
+    calls: Vec<(String, u64)>,
+}
+
+fn run_syscalls(env: &Env, args: &Args, peer: &Peer) -> SyscallRecord {
+    let fail = |why: String| SyscallRecord {
+        peer: peer.name.clone(),
+        ok: false,
+        error: Some(why),
+        messages: 0,
+        total_syscalls: 0,
+        syscalls_per_msg: 0.0,
+        io_uring_enter_per_msg: 0.0,
+        calls: Vec::new(),
+    };
+    let mut server = match start_server(peer, args.server_cpu) {
+        Ok(s) => s,
+        Err(why) => return fail(why),
+    };
+    let pid = server.proc.pid();
+    let out = std::env::temp_dir().join(format!(
+        "echo-bench-strace-{}-{}.txt",
+        std::process::id(),
+        peer.name
+    ));
+    let argv: Vec<String> = [
+        "strace",
+        "-c",
+        "-f",
+        "-p",
+        &pid.to_string(),
+        "-o",
+        &out.display().to_string(),
+    ]
+    .map(String::from)
+    .into();
+    let mut strace = match Watched::spawn(Some(args.client_cpu), &argv) {
+        Ok(s) => s,
+        Err(e) => return fail(format!("cannot start strace: {e}")),
+    };
+    if let Err(e) = strace.wait_for_line(Stream::Stderr, |l| l.contains("attached"), LISTEN_TIMEOUT)
+    {
+        let tail = strace.stderr_tail();
+        let _ = strace.stop(KILL_GRACE);
+        return fail(format!("strace did not attach ({e:?}); stderr: {tail}"));
+    }
+    let sc = Scenario {
+        conns: 50,
+        size: 64,
+    };
+    let client = run_client(env, args, sc, server.port, 0.0, || {});
+    // Detach strace (SIGINT makes it write the table) before stopping the server.
+    let _ = send_signal(strace.pid(), libc::SIGINT);
+    let strace_status = strace.wait_timeout(Duration::from_secs(20));
+    let _ = server.proc.stop(KILL_GRACE);
+    let text = fs::read_to_string(&out);
+    let _ = fs::remove_file(&out);
+    let (res, client_ok, tail) = match client {
+        Ok(c) => c,
+        Err(why) => return fail(why),
+    };
+    if !client_ok || res.errors > 0 {
+        return fail(format!(
+            "client reported {} errors; stderr: {tail}",
+            res.errors
+        ));
+    }
+    if !matches!(strace_status, Ok(Some(_))) {
+        let _ = strace.stop(KILL_GRACE);
+        return fail("strace did not exit after SIGINT".into());
+    }
+    let table = match text
+        .map_err(|e| e.to_string())
+        .and_then(|t| parse_strace_summary(&t))
+    {
+        Ok(t) => t,
+        Err(e) => return fail(format!("strace output: {e}")),
+    };
+    let per = |n: u64| n as f64 / res.messages.max(1) as f64;
+    SyscallRecord {
+        peer: peer.name.clone(),
+        ok: true,
+        error: None,
+        messages: res.messages,
+        total_syscalls: table.total_calls,
+        syscalls_per_msg: per(table.total_calls),
+        io_uring_enter_per_msg: per(table.calls("io_uring_enter")),
+        calls: table
+            .rows
+            .iter()
+            .map(|r| (r.name.clone(), r.calls))
+            .collect(),
+    }
+}
+
+#[derive(Serialize)]
+struct Meta {
+    kernel: String,
+    cpus: usize,
+    unix_time: u64,
+    clock_ticks_per_s: f64,
+    duration_s: f64,
+    warmup_s: f64,
+    rounds: usize,
+    server_cpu: usize,
+    client_cpu: usize,
+    clean_share: f64,
+}
+
+#[derive(Serialize)]
+struct Skipped {
+    peer: String,
+    reason: String,
+}
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    meta: Meta,
+    skipped: &'a [Skipped],
+    rounds: &'a [RoundRecord],
+    syscalls: &'a [SyscallRecord],
+}
+
+fn print_flush(text: &str) {
+    let mut out = std::io::stdout();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
+fn main() {
+    let args = Args::parse();
+    if let Err(e) = real_main(&args) {
+        eprintln!("echo-bench: {e}");
+        std::process::exit(2);
+    }
+}
+
+fn real_main(args: &Args) -> Result<(), String> {
+    let bin_dir = peers::bin_dir().map_err(|e| format!("cannot locate own executable: {e}"))?;
+    let env = Env {
+        client: bin_dir.join("echo-client"),
+        bin_dir,
+        hz: clock_ticks_per_second() as f64,
+    };
+    if !env.client.is_file() {
+        return Err(format!(
+            "{} not found; build it first: cargo build --release -p ringway-bench",
+            env.client.display()
+        ));
+    }
+    let mut all = peers::default_peers(&env.bin_dir);
+    for spec in &args.extra_peers {
+        all.push(peers::parse_custom_peer(spec)?);
+    }
+    let selected = peers::select(&all, args.peers.as_deref())?;
+    let scenarios = parse_scenarios(&args.scenarios)?;
+    if args.rounds == 0 {
+        return Err("--rounds must be at least 1".into());
+    }
+
+    let mut skipped = Vec::new();
+    let mut runnable = Vec::new();
+    for p in selected {
+        match p.check_available() {
+            Ok(()) => runnable.push(p),
+            Err(reason) => {
+                println!("skipped {}: {reason}", p.name);
+                skipped.push(Skipped {
+                    peer: p.name.clone(),
+                    reason,
+                });
+            }
+        }
+    }
+    let kernel = fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    println!(
+        "kernel {kernel}, {cpus} CPUs; server on core {}, client on core {}; bin dir {}",
+        args.server_cpu,
+        args.client_cpu,
+        env.bin_dir.display()
+    );
+    if cpus < 2 {
+        println!("warning: fewer than 2 CPUs; server and client cannot have a core each");
+    }
+
+    let mut rounds: Vec<RoundRecord> = Vec::new();
+    let mut syscalls: Vec<SyscallRecord> = Vec::new();
+    if args.syscalls {
+        run_syscall_mode(&env, args, &runnable, &mut syscalls);
+    } else if !runnable.is_empty() {
+        run_bench_mode(&env, args, &runnable, &scenarios, &mut rounds, &skipped);
+    }
+
+    if let Some(path) = &args.json {
+        let report = JsonReport {
+            meta: Meta {
+                kernel,
+                cpus,
+                unix_time: SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map(|d| d.as_secs())
+                    .unwrap_or(0),
+                clock_ticks_per_s: env.hz,
+                duration_s: args.duration,
+                warmup_s: args.warmup,
+                rounds: args.rounds,
+                server_cpu: args.server_cpu,
+                client_cpu: args.client_cpu,
+                clean_share: args.clean_share,
+            },
+            skipped: &skipped,
+            rounds: &rounds,
+            syscalls: &syscalls,
+        };
+        write_json(path, &report)?;
+        println!("raw results written to {}", path.display());
+    }
+    Ok(())
+}
+
+fn write_json(path: &Path, report: &JsonReport<'_>) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
+    fs::write(path, text + "\n").map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+fn run_bench_mode(
+    env: &Env,
+    args: &Args,
+    peers: &[Peer],
+    scenarios: &[Scenario],
+    rounds: &mut Vec<RoundRecord>,
+    skipped: &[Skipped],
+) {
+    let names: Vec<String> = peers.iter().map(|p| p.name.clone()).collect();
+    for &sc in scenarios {
+        println!(
+            "\n== {sc}: {} rounds x {}s (+{}s warm-up), peers interleaved: {}",
+            args.rounds,
+            args.duration,
+            args.warmup,
+            names.join(" ")
+        );
+        let first = rounds.len();
+        for round in 1..=args.rounds {
+            for peer in peers {
+                let r = run_round(env, args, sc, peer, round);
+                let line = if r.ok {
+                    format!(
+                        "  round {round} {:<14} {:>9} msgs/s  {:>6.2} µs/msg  client CPU {:>3.0}%{}\n",
+                        peer.name,
+                        fmt_rate(r.msgs_per_s),
+                        r.server_cpu_us_per_msg,
+                        r.client_cpu_share * 100.0,
+                        if r.clean { "" } else { "  (unclean)" }
+                    )
+                } else {
+                    format!(
+                        "  round {round} {:<14} FAILED: {}\n",
+                        peer.name,
+                        r.error.as_deref().unwrap_or("?")
+                    )
+                };
+                print_flush(&line);
+                rounds.push(r);
+            }
+        }
+        println!("\n{sc}:");
+        print!("{}", render_scenario(&rounds[first..], &names));
+        if rounds[first..].iter().any(|r| !r.clean && r.ok) {
+            println!(
+                "(* = no clean round; medians from unclean rounds. clean = client CPU >= {:.0}%)",
+                args.clean_share * 100.0
+            );
+        }
+        for s in skipped {
+            println!("skipped {}: {}", s.peer, s.reason);
+        }
+    }
+}
+
+fn run_syscall_mode(env: &Env, args: &Args, peers: &[Peer], out: &mut Vec<SyscallRecord>) {
+    println!(
+        "\n== syscalls: 50 conns x 64 B for {}s per peer under strace -c -f (rates are slowed by tracing)",
+        args.duration
+    );
+    for peer in peers {
+        let r = run_syscalls(env, args, peer);
+        if let Some(e) = &r.error {
+            println!("  {:<14} FAILED: {e}", peer.name);
+        } else {
+            println!("  {:<14} done: {} messages", peer.name, r.messages);
+        }
+        out.push(r);
+    }
+    let rows: Vec<Vec<String>> = out
+        .iter()
+        .filter(|r| r.ok)
+        .map(|r| {
+            let top: Vec<String> = r
+                .calls
+                .iter()
+                .take(4)
+                .map(|(name, n)| format!("{name} {:.2}", *n as f64 / r.messages.max(1) as f64))
+                .collect();
+            vec![
+                r.peer.clone(),
+                r.messages.to_string(),
+                format!("{:.2}", r.syscalls_per_msg),
+                format!("{:.2}", r.io_uring_enter_per_msg),
+                top.join(", "),
+            ]
+        })
+        .collect();
+    println!();
+    print!(
+        "{}",
+        render(
+            &[
+                "peer",
+                "messages",
+                "syscalls/msg",
+                "io_uring_enter/msg",
+                "top syscalls (per msg)"
+            ],
+            &rows
+        )
+    );
+}

@@ -1,0 +1,515 @@
+//! "The floor": the simplest echo server written straight on the `io-uring` crate.
+//!
+//! No runtime, no futures, no allocation per message: the physical limit that a
+//! runtime's overhead is measured against. It uses the fast path the design asks every
+//! io_uring driver to use, and nothing more:
+//!
+//! - a ring set up with `SINGLE_ISSUER | DEFER_TASKRUN`, one `submit_and_wait` per loop;
+//! - one multishot accept on the listener;
+//! - one multishot recv per connection over a provided-buffer ring that this program
+//!   allocates (mmap) and whose tail it advances itself;
+//! - the received bytes are sent straight from the provided buffer, which goes back to
+//!   the ring when the send has completed (short sends are resumed first);
+//! - at most one send in flight per socket, so bytes stay ordered: further buffers
+//!   received meanwhile wait in a small per-connection queue of (buffer id, length);
+//! - a recv CQE without `IORING_CQE_F_MORE` means the multishot ended: it is re-armed,
+//!   and after `ENOBUFS` (the pool ran dry) as soon as buffers have come back.
+//!
+//! Per-connection state lives in a `Vec` indexed by file descriptor. A connection's fd
+//! is closed only once nothing is in flight for it, so a recycled fd number can never
+//! receive a completion meant for its predecessor.
+
+use std::collections::VecDeque;
+use std::io::{self, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::AsRawFd;
+use std::ptr;
+use std::sync::atomic::{AtomicU16, Ordering};
+
+use clap::Parser;
+use io_uring::{cqueue, opcode, squeue, types, IoUring, SubmissionQueue, Submitter};
+
+/// Submission queue entries.
+const SQ_ENTRIES: u32 = 1024;
+/// Completion queue entries (multishot ops can post many CQEs per SQE).
+const CQ_ENTRIES: u32 = 8192;
+/// Number of provided buffers (a power of two, as the buffer ring requires).
+const BUF_COUNT: u16 = 512;
+/// Size of each provided buffer.
+const BUF_SIZE: usize = 16 * 1024;
+/// Buffer group id of the ring.
+const BGID: u16 = 0;
+
+/// Operation kinds, stored in the upper half of `user_data`; the fd is the lower half.
+const OP_ACCEPT: u64 = 1;
+const OP_RECV: u64 = 2;
+const OP_SEND: u64 = 3;
+const OP_CLOSE: u64 = 4;
+
+fn user_data(op: u64, fd: i32) -> u64 {
+    (op << 32) | u64::from(fd as u32)
+}
+
+/// Echo server straight on io_uring (the floor).
+#[derive(Parser)]
+struct Args {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:7000")]
+    bind: SocketAddr,
+    /// Ring setup flags: `defer` (SINGLE_ISSUER|DEFER_TASKRUN, the floor's definition),
+    /// `coop` (COOP_TASKRUN|TASKRUN_FLAG) or `plain` (none); for experiments only.
+    #[arg(long, default_value = "defer")]
+    setup: String,
+}
+
+/// One slot of the shared buffer ring, laid out as the kernel's `struct io_uring_buf`.
+/// The `resv` field of slot 0 is the ring's tail.
+#[repr(C)]
+struct RawBuf {
+    addr: u64,
+    len: u32,
+    bid: u16,
+    resv: u16,
+}
+
+/// An anonymous, page-aligned, zeroed memory mapping.
+struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Mapping {
+    fn new(len: usize) -> io::Result<Mapping> {
+        // SAFETY: an anonymous private mapping with no address hint touches no existing
+        // memory; the result is checked against MAP_FAILED before use.
+        let ptr = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapping {
+            ptr: ptr.cast(),
+            len,
+        })
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len are exactly what mmap returned. The mapping is dropped only after
+        // the io_uring that may use it (`run` drops the ring before the server), and no
+        // pointer into it outlives the `BufRing` that owns it.
+        unsafe {
+            libc::munmap(self.ptr.cast(), self.len);
+        }
+    }
+}
+
+/// The provided-buffer ring: the slots shared with the kernel, the buffers they point
+/// to, and our private copy of the tail.
+struct BufRing {
+    slots: Mapping,
+    buffers: Mapping,
+    /// Tail as we have advanced it; published to the kernel by [`BufRing::publish`].
+    tail: u16,
+    /// Buffers currently owned by the kernel (in the ring).
+    available: usize,
+}
+
+impl BufRing {
+    fn new() -> io::Result<BufRing> {
+        let mut ring = BufRing {
+            slots: Mapping::new(usize::from(BUF_COUNT) * std::mem::size_of::<RawBuf>())?,
+            buffers: Mapping::new(usize::from(BUF_COUNT) * BUF_SIZE)?,
+            tail: 0,
+            available: 0,
+        };
+        for bid in 0..BUF_COUNT {
+            ring.give_back(bid);
+        }
+        ring.publish();
+        Ok(ring)
+    }
+
+    fn slots_addr(&self) -> u64 {
+        self.slots.ptr as u64
+    }
+
+    /// Address of buffer `bid`.
+    fn buffer(&self, bid: u16) -> *const u8 {
+        assert!(
+            bid < BUF_COUNT,
+            "kernel returned an unknown buffer id {bid}"
+        );
+        // SAFETY: bid < BUF_COUNT, so the offset stays inside the buffers mapping.
+        unsafe { self.buffers.ptr.add(usize::from(bid) * BUF_SIZE) }
+    }
+
+    /// Puts buffer `bid` back at the tail (visible to the kernel after `publish`).
+    fn give_back(&mut self, bid: u16) {
+        let index = usize::from(self.tail & (BUF_COUNT - 1));
+        let addr = self.buffer(bid) as u64;
+        // SAFETY: index < BUF_COUNT, so the slot lies inside the slots mapping, which is
+        // suitably aligned (page-aligned, slots are 16 bytes). The slot at the tail is not
+        // yet published, so the kernel does not read it; we write its addr/len/bid fields
+        // only, never `resv`, which in slot 0 is the tail the kernel does read.
+        unsafe {
+            let slot = self.slots.ptr.cast::<RawBuf>().add(index);
+            ptr::addr_of_mut!((*slot).addr).write(addr);
+            ptr::addr_of_mut!((*slot).len).write(BUF_SIZE as u32);
+            ptr::addr_of_mut!((*slot).bid).write(bid);
+        }
+        self.tail = self.tail.wrapping_add(1);
+        self.available += 1;
+    }
+
+    /// Makes every buffer given back so far visible to the kernel.
+    fn publish(&self) {
+        // SAFETY: the tail is the `resv` field of slot 0, a 2-byte-aligned u16 inside the
+        // mapping that lives as long as `self`; the kernel only reads it, and all our
+        // accesses to it are atomic, as `AtomicU16::from_ptr` requires.
+        let tail = unsafe {
+            let slot0 = self.slots.ptr.cast::<RawBuf>();
+            AtomicU16::from_ptr(ptr::addr_of_mut!((*slot0).resv))
+        };
+        // Release: the slot contents written above become visible before the new tail.
+        tail.store(self.tail, Ordering::Release);
+    }
+}
+
+/// A send in flight: bytes `off..len` of buffer `bid`.
+#[derive(Clone, Copy)]
+struct InFlight {
+    bid: u16,
+    off: u32,
+    len: u32,
+}
+
+/// State of one connection, indexed by its fd.
+#[derive(Default)]
+struct Conn {
+    open: bool,
+    recv_armed: bool,
+    closing: bool,
+    send: Option<InFlight>,
+    /// Buffers received while a send was in flight, in order. Keeps its allocation when
+    /// the slot is reused by a later connection on the same fd.
+    queued: VecDeque<(u16, u32)>,
+}
+
+/// The submission side: pushes SQEs, flushing to the kernel if the queue is full.
+struct Sq<'a> {
+    submitter: Submitter<'a>,
+    queue: SubmissionQueue<'a>,
+}
+
+impl Sq<'_> {
+    fn push(&mut self, entry: squeue::Entry) -> io::Result<()> {
+        loop {
+            // SAFETY: every SQE pushed here refers either to an fd we own or to a provided
+            // buffer that stays in `BufRing` (untouched by us) until its CQE arrives.
+            if unsafe { self.queue.push(&entry) }.is_ok() {
+                return Ok(());
+            }
+            self.queue.sync();
+            self.submitter.submit()?;
+            self.queue.sync();
+        }
+    }
+}
+
+struct Server {
+    conns: Vec<Conn>,
+    bufs: BufRing,
+    /// Connections whose multishot recv ended with ENOBUFS, waiting for buffers.
+    starved: Vec<i32>,
+    listen_fd: i32,
+}
+
+fn arm_accept(sq: &mut Sq<'_>, listen_fd: i32) -> io::Result<()> {
+    let sqe = opcode::AcceptMulti::new(types::Fd(listen_fd))
+        .flags(libc::SOCK_CLOEXEC)
+        .build()
+        .user_data(user_data(OP_ACCEPT, listen_fd));
+    sq.push(sqe)
+}
+
+impl Server {
+    fn conn(&mut self, fd: i32) -> &mut Conn {
+        &mut self.conns[fd as usize]
+    }
+
+    fn arm_recv(&mut self, sq: &mut Sq<'_>, fd: i32) -> io::Result<()> {
+        let sqe = opcode::RecvMulti::new(types::Fd(fd), BGID)
+            .build()
+            .user_data(user_data(OP_RECV, fd));
+        sq.push(sqe)?;
+        self.conn(fd).recv_armed = true;
+        Ok(())
+    }
+
+    fn start_send(&mut self, sq: &mut Sq<'_>, fd: i32, f: InFlight) -> io::Result<()> {
+        // SAFETY: off < len <= BUF_SIZE, so the pointer stays inside buffer `bid`.
+        let ptr = unsafe { self.bufs.buffer(f.bid).add(f.off as usize) };
+        let sqe = opcode::Send::new(types::Fd(fd), ptr, f.len - f.off)
+            .flags(libc::MSG_NOSIGNAL)
+            .build()
+            .user_data(user_data(OP_SEND, fd));
+        sq.push(sqe)?;
+        self.conn(fd).send = Some(f);
+        Ok(())
+    }
+
+    fn on_accept(&mut self, sq: &mut Sq<'_>, res: i32, flags: u32) -> io::Result<()> {
+        if res >= 0 {
+            let fd = res;
+            set_nodelay(fd);
+            let idx = fd as usize;
+            if idx >= self.conns.len() {
+                self.conns.resize_with(idx + 1, Conn::default);
+            }
+            let conn = self.conn(fd);
+            conn.open = true;
+            conn.closing = false;
+            conn.send = None;
+            conn.queued.clear();
+            self.arm_recv(sq, fd)?;
+        } else {
+            eprintln!("accept: {}", io::Error::from_raw_os_error(-res));
+        }
+        if !cqueue::more(flags) {
+            arm_accept(sq, self.listen_fd)?;
+        }
+        Ok(())
+    }
+
+    fn on_recv(&mut self, sq: &mut Sq<'_>, fd: i32, res: i32, flags: u32) -> io::Result<()> {
+        let more = cqueue::more(flags);
+        if !more {
+            self.conn(fd).recv_armed = false;
+        }
+        let bid = cqueue::buffer_select(flags);
+        if res > 0 {
+            let bid = bid.expect("a successful recv from a buffer ring names its buffer");
+            self.bufs.available -= 1;
+            let conn = self.conn(fd);
+            if conn.closing {
+                self.bufs.give_back(bid);
+            } else if conn.send.is_some() {
+                conn.queued.push_back((bid, res as u32));
+            } else {
+                let f = InFlight {
+                    bid,
+                    off: 0,
+                    len: res as u32,
+                };
+                self.start_send(sq, fd, f)?;
+            }
+            if !more && !self.conn(fd).closing {
+                self.arm_recv(sq, fd)?;
+            }
+            return Ok(());
+        }
+        if let Some(bid) = bid {
+            // Not expected for res <= 0, but a buffer handed to us must never leak.
+            self.bufs.available -= 1;
+            self.bufs.give_back(bid);
+        }
+        if res == -libc::ENOBUFS {
+            if !more {
+                if self.bufs.available > 0 {
+                    self.arm_recv(sq, fd)?;
+                } else {
+                    self.starved.push(fd);
+                }
+            }
+            return Ok(());
+        }
+        // 0: the peer closed its side; < 0: the connection failed.
+        self.conn(fd).closing = true;
+        if more {
+            // Cannot happen for EOF or errors, but if it did, end the recv for good.
+            // SAFETY: shutdown takes no pointers; fd is an open socket of ours.
+            unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+        }
+        self.maybe_close(sq, fd)
+    }
+
+    fn on_send(&mut self, sq: &mut Sq<'_>, fd: i32, res: i32) -> io::Result<()> {
+        let mut f = self
+            .conn(fd)
+            .send
+            .take()
+            .expect("a send completion for a socket with a send in flight");
+        if res < 0 {
+            self.bufs.give_back(f.bid);
+            let conn = &mut self.conns[fd as usize];
+            for (bid, _) in conn.queued.drain(..) {
+                self.bufs.give_back(bid);
+            }
+            conn.closing = true;
+            if conn.recv_armed {
+                // Make the multishot recv finish (with 0) so that the fd can be closed.
+                // SAFETY: shutdown takes no pointers; fd is an open socket of ours.
+                unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+            }
+            return self.maybe_close(sq, fd);
+        }
+        f.off += res as u32;
+        if f.off < f.len {
+            // Short send: resume where the kernel stopped, still one send in flight.
+            return self.start_send(sq, fd, f);
+        }
+        self.bufs.give_back(f.bid);
+        if let Some((bid, len)) = self.conn(fd).queued.pop_front() {
+            return self.start_send(sq, fd, InFlight { bid, off: 0, len });
+        }
+        self.maybe_close(sq, fd)
+    }
+
+    /// Closes a closing connection once nothing is in flight for it.
+    fn maybe_close(&mut self, sq: &mut Sq<'_>, fd: i32) -> io::Result<()> {
+        let conn = self.conn(fd);
+        if !conn.closing || conn.recv_armed || conn.send.is_some() || !conn.open {
+            return Ok(());
+        }
+        if let Some((bid, len)) = conn.queued.pop_front() {
+            // Echo what the peer sent before it closed; close after that.
+            return self.start_send(sq, fd, InFlight { bid, off: 0, len });
+        }
+        conn.open = false;
+        let sqe = opcode::Close::new(types::Fd(fd))
+            .build()
+            .user_data(user_data(OP_CLOSE, fd));
+        sq.push(sqe)
+    }
+
+    fn handle(&mut self, sq: &mut Sq<'_>, cqe: &cqueue::Entry) -> io::Result<()> {
+        let op = cqe.user_data() >> 32;
+        let fd = cqe.user_data() as u32 as i32;
+        let (res, flags) = (cqe.result(), cqe.flags());
+        match op {
+            OP_ACCEPT => self.on_accept(sq, res, flags),
+            OP_RECV => self.on_recv(sq, fd, res, flags),
+            OP_SEND => self.on_send(sq, fd, res),
+            OP_CLOSE => {
+                if res < 0 {
+                    eprintln!("close({fd}): {}", io::Error::from_raw_os_error(-res));
+                }
+                Ok(())
+            }
+            _ => unreachable!("unknown user_data {:#x}", cqe.user_data()),
+        }
+    }
+
+    fn rearm_starved(&mut self, sq: &mut Sq<'_>) -> io::Result<()> {
+        while self.bufs.available > 0 {
+            let Some(fd) = self.starved.pop() else { break };
+            let conn = self.conn(fd);
+            if conn.open && !conn.closing && !conn.recv_armed {
+                self.arm_recv(sq, fd)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn set_nodelay(fd: i32) {
+    let one: libc::c_int = 1;
+    // SAFETY: the option value points to a live c_int and its exact size is passed.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            ptr::addr_of!(one).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        eprintln!("TCP_NODELAY on fd {fd}: {}", io::Error::last_os_error());
+    }
+}
+
+fn run(listener: &TcpListener, setup: &str) -> io::Result<()> {
+    // Declared before the ring so that it is dropped after it: the kernel may use the
+    // buffer ring's memory for as long as the ring exists.
+    let mut server = Server {
+        conns: Vec::new(),
+        bufs: BufRing::new()?,
+        starved: Vec::new(),
+        listen_fd: listener.as_raw_fd(),
+    };
+    let mut builder = IoUring::builder();
+    builder.setup_cqsize(CQ_ENTRIES);
+    match setup {
+        "defer" => builder.setup_single_issuer().setup_defer_taskrun(),
+        "coop" => builder.setup_coop_taskrun().setup_taskrun_flag(),
+        "plain" => &mut builder,
+        other => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("unknown --setup {other:?} (defer, coop or plain)"),
+            ))
+        }
+    };
+    let mut ring: IoUring = builder
+        .build(SQ_ENTRIES)
+        .map_err(|e| io::Error::new(e.kind(), format!("io_uring setup: {e}")))?;
+    // SAFETY: the slots mapping is page-aligned, holds BUF_COUNT slots, and outlives the
+    // registration: `server` owns it and is dropped after `ring` (see above).
+    unsafe {
+        ring.submitter()
+            .register_buf_ring_with_flags(server.bufs.slots_addr(), BUF_COUNT, BGID, 0)
+            .map_err(|e| io::Error::new(e.kind(), format!("register buffer ring: {e}")))?;
+    }
+    event_loop(&mut ring, &mut server, listener)
+}
+
+fn event_loop(ring: &mut IoUring, server: &mut Server, listener: &TcpListener) -> io::Result<()> {
+    let (submitter, queue, mut cq) = ring.split();
+    let mut sq = Sq { submitter, queue };
+    arm_accept(&mut sq, server.listen_fd)?;
+
+    let mut out = io::stdout();
+    writeln!(out, "listening on {}", listener.local_addr()?)?;
+    out.flush()?;
+
+    loop {
+        server.bufs.publish();
+        sq.queue.sync();
+        match sq.submitter.submit_and_wait(1) {
+            Ok(_) => {}
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) => {}
+            Err(e) => return Err(e),
+        }
+        cq.sync();
+        for cqe in &mut cq {
+            server.handle(&mut sq, &cqe)?;
+        }
+        server.rearm_starved(&mut sq)?;
+    }
+}
+
+fn main() {
+    let args = Args::parse();
+    let listener = match TcpListener::bind(args.bind) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("echo-floor: bind {}: {e}", args.bind);
+            std::process::exit(1);
+        }
+    };
+    if let Err(e) = run(&listener, &args.setup) {
+        eprintln!("echo-floor: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,108 @@
+//! CPU time of a process, read from `/proc/PID/stat`.
+//!
+//! The harness charges each server with the CPU it spent (user + system, all threads)
+//! between the start and the end of the client's measured window. The kernel reports
+//! these as fields 14 (`utime`) and 15 (`stime`) of `/proc/PID/stat`, in clock ticks.
+//! Field 2 (`comm`) is the executable name in parentheses and may itself contain spaces
+//! and parentheses, so the fields are counted from the *last* `)` on the line.
+
+use std::fs;
+use std::io;
+
+/// User and system CPU time of a process, in clock ticks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuTicks {
+    /// Field 14 of `/proc/PID/stat`.
+    pub utime: u64,
+    /// Field 15 of `/proc/PID/stat`.
+    pub stime: u64,
+}
+
+impl CpuTicks {
+    /// User plus system ticks.
+    pub fn total(&self) -> u64 {
+        self.utime + self.stime
+    }
+}
+
+/// Parses the contents of a `/proc/PID/stat` file.
+///
+/// Returns `None` if the line is not shaped like a stat line.
+pub fn parse_stat(line: &str) -> Option<CpuTicks> {
+    let close = line.rfind(')')?;
+    // After the comm come field 3 (state), 4 (ppid), ... so field N is at index N - 3.
+    let mut rest = line[close + 1..].split_ascii_whitespace();
+    let utime = rest.nth(14 - 3)?.parse().ok()?;
+    let stime = rest.next()?.parse().ok()?;
+    Some(CpuTicks { utime, stime })
+}
+
+/// Reads the CPU ticks of process `pid` (zombies included: their stat stays readable
+/// until they are reaped).
+pub fn read_cpu_ticks(pid: u32) -> io::Result<CpuTicks> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    parse_stat(&text).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("unparsable /proc/{pid}/stat: {text:?}"),
+        )
+    })
+}
+
+/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`), the unit of [`CpuTicks`].
+pub fn clock_ticks_per_second() -> u64 {
+    // SAFETY: sysconf has no preconditions; it only reads a constant of the system.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 {
+        hz as u64
+    } else {
+        100
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_comm_with_spaces_and_parentheses() {
+        // A real stat line layout; comm is "echo (x) y)" and the utime/stime are 1234/567.
+        let line = "4242 (echo (x) y)) S 1 4242 4242 0 -1 4194560 1021 0 0 0 1234 567 \
+                    0 0 20 0 1 0 12345 10000000 300 18446744073709551615 1 1 0 0 0 0 0 \
+                    4096 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+        let t = parse_stat(line).unwrap();
+        assert_eq!(
+            t,
+            CpuTicks {
+                utime: 1234,
+                stime: 567
+            }
+        );
+        assert_eq!(t.total(), 1801);
+    }
+
+    #[test]
+    fn rejects_truncated_and_malformed_lines() {
+        assert_eq!(parse_stat("12 (x) S 1 2 3"), None);
+        assert_eq!(parse_stat("no parenthesis at all"), None);
+        assert_eq!(
+            parse_stat("1 (x) S 1 1 1 0 -1 0 0 0 0 0 abc 5 0 0 0"),
+            None,
+            "a non-numeric utime is an error, not zero"
+        );
+    }
+
+    #[test]
+    fn reads_own_process() {
+        // Burn a little CPU so that the numbers are plausible, then check the real file.
+        let mut x = 0u64;
+        for i in 0..2_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        let t = read_cpu_ticks(std::process::id()).unwrap();
+        let again = read_cpu_ticks(std::process::id()).unwrap();
+        assert!(again.total() >= t.total(), "CPU time never goes backwards");
+        assert!(clock_ticks_per_second() >= 1);
+    }
+}

@@ -1,0 +1,40 @@
+//! The `ringway` command.
+//!
+//! `ringway echo` runs the echo server on every core (one `SO_REUSEPORT` listener per
+//! core, multishot accept and receive) and says where it listens and on which backend.
+
+mod echo;
+
+use clap::{Parser, Subcommand};
+
+/// ringway: an io_uring-native runtime and the tools that measure it.
+#[derive(Debug, Parser)]
+#[command(name = "ringway", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// TCP echo server: every byte received is sent back.
+    Echo(echo::EchoArgs),
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("RINGWAY_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Echo(args) => echo::run(args),
+    };
+    if let Err(e) = result {
+        eprintln!("ringway: {e}");
+        std::process::exit(1);
+    }
+}

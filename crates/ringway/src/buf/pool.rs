@@ -1,0 +1,321 @@
+//! The per-core provided-buffer pool.
+//!
+//! A multishot receive does not name a buffer: the kernel picks one from a pool when data
+//! arrives, so an idle connection holds no memory. On io_uring the pool is a *provided
+//! buffer ring* registered with the ring (the kernel takes buffers from its head, we put
+//! them back at its tail); on epoll it is a plain free list that the driver takes from
+//! itself. Either way a buffer handed to the program is a [`PoolBuf`], and dropping it
+//! puts it back: that is the only way buffers return, so none can be lost.
+//!
+//! When the pool runs dry the kernel ends a multishot receive with `ENOBUFS`; the driver
+//! parks that receive and re-arms it once a buffer has come back (see `returned`).
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::io;
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+use std::rc::Rc;
+
+use io_uring::types::BufRingEntry;
+
+/// A pool of equally sized buffers owned by one core. Cheap to clone (reference counted).
+#[derive(Clone)]
+pub struct BufferPool {
+    inner: Rc<PoolInner>,
+}
+
+/// Counts that tests and metrics read: a pool at rest has `in_use == 0`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Buffers in the pool.
+    pub total: usize,
+    /// Buffers currently held by the program (as `PoolBuf`s).
+    pub in_use: usize,
+    /// Size of each buffer in bytes.
+    pub buf_size: usize,
+}
+
+struct PoolInner {
+    /// `count * buf_size` bytes; buffer `bid` starts at `bid * buf_size`.
+    mem: NonNull<u8>,
+    buf_size: usize,
+    count: u16,
+    in_use: Cell<usize>,
+    /// Set whenever a buffer comes back; the driver clears it when it re-arms starved
+    /// receives.
+    returned: Cell<bool>,
+    store: Store,
+}
+
+enum Store {
+    /// io_uring provided buffer ring: `count` entries, page aligned, mmapped.
+    Ring {
+        base: NonNull<BufRingEntry>,
+        map_len: usize,
+        /// Our copy of the tail; published to the kernel with a release store.
+        tail: Cell<u16>,
+    },
+    /// epoll: the driver takes and returns buffers itself.
+    List(RefCell<Vec<u16>>),
+}
+
+impl BufferPool {
+    /// A pool backed by a provided-buffer ring for io_uring. `count` must be a power of
+    /// two no larger than 32768. The caller registers [`ring_addr`](Self::ring_addr).
+    pub(crate) fn new_ring(count: u16, buf_size: usize) -> io::Result<Self> {
+        if !count.is_power_of_two() || count > 32768 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("buffer pool size {count} must be a power of two up to 32768"),
+            ));
+        }
+        let map_len = count as usize * std::mem::size_of::<BufRingEntry>();
+        // SAFETY: an anonymous private mapping has no preconditions; we check the result.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let base = NonNull::new(ptr.cast::<BufRingEntry>()).expect("mmap returned null");
+        let pool = Self::with_store(
+            count,
+            buf_size,
+            Store::Ring {
+                base,
+                map_len,
+                tail: Cell::new(0),
+            },
+        );
+        for bid in 0..count {
+            pool.inner.push_ring(bid);
+        }
+        pool.inner.publish_tail();
+        Ok(pool)
+    }
+
+    /// A pool backed by a free list, for the epoll driver.
+    pub(crate) fn new_list(count: u16, buf_size: usize) -> Self {
+        let free = (0..count).rev().collect();
+        Self::with_store(count, buf_size, Store::List(RefCell::new(free)))
+    }
+
+    fn with_store(count: u16, buf_size: usize, store: Store) -> Self {
+        assert!(count > 0 && buf_size > 0, "empty buffer pool");
+        let total = count as usize * buf_size;
+        let mem: Box<[u8]> = vec![0u8; total].into_boxed_slice();
+        let mem = NonNull::new(Box::into_raw(mem).cast::<u8>()).expect("box is non-null");
+        BufferPool {
+            inner: Rc::new(PoolInner {
+                mem,
+                buf_size,
+                count,
+                in_use: Cell::new(0),
+                returned: Cell::new(false),
+                store,
+            }),
+        }
+    }
+
+    /// The ring's address for `register_buf_ring`, if this is a ring pool.
+    pub(crate) fn ring_addr(&self) -> Option<u64> {
+        match &self.inner.store {
+            Store::Ring { base, .. } => Some(base.as_ptr() as u64),
+            Store::List(_) => None,
+        }
+    }
+
+    /// Number of buffers.
+    pub fn count(&self) -> u16 {
+        self.inner.count
+    }
+
+    /// Size of each buffer.
+    pub fn buf_size(&self) -> usize {
+        self.inner.buf_size
+    }
+
+    /// Current counts.
+    pub fn stats(&self) -> PoolStats {
+        PoolStats {
+            total: self.inner.count as usize,
+            in_use: self.inner.in_use.get(),
+            buf_size: self.inner.buf_size,
+        }
+    }
+
+    /// Wraps buffer `bid`, which the kernel filled with `len` bytes, as a `PoolBuf`.
+    pub(crate) fn provided(&self, bid: u16, len: usize) -> PoolBuf {
+        debug_assert!(bid < self.inner.count && len <= self.inner.buf_size);
+        self.inner.in_use.set(self.inner.in_use.get() + 1);
+        PoolBuf {
+            pool: self.inner.clone(),
+            bid,
+            len,
+        }
+    }
+
+    /// epoll: takes a free buffer, returning its id and memory. `None` when dry.
+    pub(crate) fn take_free(&self) -> Option<(u16, *mut u8)> {
+        match &self.inner.store {
+            Store::List(free) => {
+                let bid = free.borrow_mut().pop()?;
+                Some((bid, self.inner.buf_ptr(bid)))
+            }
+            Store::Ring { .. } => None,
+        }
+    }
+
+    /// Gives back a buffer that was taken but not handed out (a failed read, or a
+    /// completion for an operation whose future was dropped).
+    pub(crate) fn recycle(&self, bid: u16) {
+        self.inner.give_back(bid);
+    }
+
+    /// True if a buffer came back since the last call; clears the mark.
+    pub(crate) fn take_returned(&self) -> bool {
+        self.inner.returned.replace(false)
+    }
+}
+
+impl PoolInner {
+    fn buf_ptr(&self, bid: u16) -> *mut u8 {
+        // SAFETY: bid < count, so the offset stays inside the allocation.
+        unsafe { self.mem.as_ptr().add(bid as usize * self.buf_size) }
+    }
+
+    fn give_back(&self, bid: u16) {
+        match &self.store {
+            Store::Ring { .. } => {
+                self.push_ring(bid);
+                self.publish_tail();
+            }
+            Store::List(free) => free.borrow_mut().push(bid),
+        }
+        self.returned.set(true);
+    }
+
+    /// Writes the entry for `bid` at our tail (not yet visible to the kernel).
+    fn push_ring(&self, bid: u16) {
+        let Store::Ring { base, tail, .. } = &self.store else {
+            unreachable!("push_ring on a list pool")
+        };
+        let mask = self.count - 1;
+        let idx = tail.get() & mask;
+        // SAFETY: idx < count, inside the mapping; the kernel only reads entries between
+        // its head and the published tail, and this one is past the published tail.
+        unsafe {
+            let entry = &mut *base.as_ptr().add(idx as usize);
+            entry.set_addr(self.buf_ptr(bid) as u64);
+            entry.set_len(self.buf_size as u32);
+            entry.set_bid(bid);
+        }
+        tail.set(tail.get().wrapping_add(1));
+    }
+
+    /// Makes every pushed entry visible to the kernel.
+    fn publish_tail(&self) {
+        let Store::Ring { base, tail, .. } = &self.store else {
+            return;
+        };
+        // SAFETY: the tail field lives in the first entry of our mapping; the kernel reads
+        // it with acquire semantics, so a release store publishes the entries before it.
+        unsafe {
+            let tail_ptr = BufRingEntry::tail(base.as_ptr()) as *const std::sync::atomic::AtomicU16;
+            (*tail_ptr).store(tail.get(), std::sync::atomic::Ordering::Release);
+        }
+    }
+}
+
+impl Drop for PoolInner {
+    fn drop(&mut self) {
+        let total = self.count as usize * self.buf_size;
+        // SAFETY: `mem` came from Box::into_raw of a boxed slice of exactly `total` bytes.
+        unsafe {
+            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                self.mem.as_ptr(),
+                total,
+            )))
+        };
+        if let Store::Ring { base, map_len, .. } = &self.store {
+            // SAFETY: the mapping was made by us with this length. The pool outlives the
+            // ring's registration: the driver owns a clone and unregisters on drop, and
+            // the ring fd is closed before this last reference goes.
+            unsafe { libc::munmap(base.as_ptr().cast(), *map_len) };
+        }
+    }
+}
+
+/// One buffer of the pool holding received bytes. Dereferences to those bytes; goes back
+/// to the pool (and to the kernel's buffer ring) when dropped.
+pub struct PoolBuf {
+    pool: Rc<PoolInner>,
+    bid: u16,
+    len: usize,
+}
+
+impl PoolBuf {
+    /// The buffer id in its pool (stable while this value lives).
+    pub fn id(&self) -> u16 {
+        self.bid
+    }
+
+    /// Shortens the visible bytes to `len` (no effect if `len` is larger).
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+}
+
+impl Deref for PoolBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the first `len` bytes of buffer `bid` were written by the kernel (or the
+        // epoll driver), and no one else touches this buffer while we hold its id.
+        unsafe { std::slice::from_raw_parts(self.pool.buf_ptr(self.bid), self.len) }
+    }
+}
+
+impl DerefMut for PoolBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as for deref; we hold the only handle to this buffer.
+        unsafe { std::slice::from_raw_parts_mut(self.pool.buf_ptr(self.bid), self.len) }
+    }
+}
+
+impl Drop for PoolBuf {
+    fn drop(&mut self) {
+        self.pool.in_use.set(self.pool.in_use.get() - 1);
+        self.pool.give_back(self.bid);
+    }
+}
+
+impl fmt::Debug for PoolBuf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PoolBuf")
+            .field("id", &self.bid)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+// SAFETY: the buffer's memory is owned by the pool, which this handle keeps alive; its
+// address does not change.
+unsafe impl super::IoBuf for PoolBuf {
+    fn stable_ptr(&self) -> *const u8 {
+        self.pool.buf_ptr(self.bid)
+    }
+    fn bytes_init(&self) -> usize {
+        self.len
+    }
+    fn bytes_total(&self) -> usize {
+        self.pool.buf_size
+    }
+}

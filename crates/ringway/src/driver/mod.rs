@@ -1,0 +1,651 @@
+//! The driver: one per core, it submits operations to the kernel and reaps their
+//! completions. Two backends sit behind one API: io_uring (the default, with
+//! `SINGLE_ISSUER | DEFER_TASKRUN`, multishot accept and receive over a provided buffer
+//! ring) and epoll (edge-triggered, each fd registered once), chosen by probing the real
+//! configuration at start-up ([`probe`]).
+//!
+//! # Two faces
+//!
+//! The **low-level face** works without any executor, for event loops that have their
+//! own scheduler (the Python loop drives it directly):
+//!
+//! - [`Driver::submit`] starts an [`Op`] and tags it with a `u64` token;
+//! - [`Driver::turn`] submits what is queued, waits at most `timeout` (one
+//!   `io_uring_enter` or one `epoll_wait`), and hands every [`Completion`] to a callback
+//!   with its token and whether it was the operation's last;
+//! - [`Driver::cancel`] asks for an operation to end early; its final completion still
+//!   comes, and only then may the operation's memory be reused.
+//!
+//! The **executor face** (crate-private) is the same machinery with a `Waker` in place of
+//! the token: completions queue in the operation's slot and the task is woken. The
+//! runtime's I/O futures are built on it.
+//!
+//! # Ownership and cancellation
+//!
+//! An operation's memory must outlive its final completion, not its future. When a future
+//! is dropped early the driver takes the buffers it owned ([`Driver::detach`]), submits
+//! `ASYNC_CANCEL`, and frees them only at the final completion (a completion flagged
+//! `IORING_CQE_F_MORE` is not final). If that operation had produced an fd meanwhile
+//! (an accept that won the race with the cancel), the driver closes it; if it had taken
+//! a pool buffer, the buffer goes back to the ring.
+
+mod epoll;
+mod op;
+pub mod probe;
+mod uring;
+
+use std::any::Any;
+use std::fmt;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+pub use op::{Completion, Op, OpId, RawAddr};
+pub(crate) use op::{Life, Notify, OpTable};
+
+use crate::buf::BufferPool;
+
+/// Which backend to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// io_uring if the kernel accepts the real configuration, otherwise epoll.
+    #[default]
+    Auto,
+    /// io_uring or fail.
+    Uring,
+    /// epoll, even where io_uring works.
+    Epoll,
+}
+
+impl Backend {
+    /// Reads `RINGWAY_BACKEND` (`uring`, `epoll` or `auto`); `None` if unset.
+    pub fn from_env() -> io::Result<Option<Backend>> {
+        match std::env::var("RINGWAY_BACKEND") {
+            Ok(v) => v.parse().map(Some),
+            Err(std::env::VarError::NotPresent) => Ok(None),
+            Err(e) => Err(io::Error::new(io::ErrorKind::InvalidInput, e)),
+        }
+    }
+}
+
+impl std::str::FromStr for Backend {
+    type Err = io::Error;
+    fn from_str(s: &str) -> io::Result<Backend> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Backend::Auto),
+            "uring" | "io_uring" | "io-uring" => Ok(Backend::Uring),
+            "epoll" => Ok(Backend::Epoll),
+            other => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("unknown backend `{other}`: expected one of auto, uring, epoll"),
+            )),
+        }
+    }
+}
+
+/// How a driver is set up.
+#[derive(Debug, Clone)]
+pub struct DriverConfig {
+    /// Requested backend.
+    pub backend: Backend,
+    /// Submission queue entries (the completion queue gets four times as many).
+    pub ring_entries: u32,
+    /// Buffers in the provided-buffer pool (a power of two).
+    pub pool_buffers: u16,
+    /// Size of each pool buffer.
+    pub pool_buf_size: usize,
+    /// Use a kernel submission thread polling the ring, idling after this long. Burns a
+    /// core; off by default.
+    pub sqpoll_idle: Option<Duration>,
+}
+
+impl Default for DriverConfig {
+    fn default() -> Self {
+        DriverConfig {
+            backend: Backend::Auto,
+            ring_entries: 256,
+            pool_buffers: 1024,
+            pool_buf_size: 4096,
+            sqpoll_idle: None,
+        }
+    }
+}
+
+/// The backend that won, with its settings: what `Runtime::backend()` returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendInfo {
+    /// `Uring` or `Epoll` (never `Auto`).
+    pub kind: Backend,
+    /// io_uring setup flags that the kernel accepted, e.g. `["SINGLE_ISSUER",
+    /// "DEFER_TASKRUN"]`; empty for epoll.
+    pub flags: Vec<&'static str>,
+    /// Ring size (submission queue entries); 0 for epoll.
+    pub ring_entries: u32,
+    /// Why a better rung was refused on the way down, e.g. `io_uring_setup: EPERM`.
+    pub fallbacks: Vec<String>,
+}
+
+impl BackendInfo {
+    /// True for io_uring.
+    pub fn is_uring(&self) -> bool {
+        self.kind == Backend::Uring
+    }
+}
+
+impl fmt::Display for BackendInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            Backend::Uring => {
+                let flags = if self.flags.is_empty() {
+                    "no setup flags".to_string()
+                } else {
+                    self.flags.join("|")
+                };
+                write!(
+                    f,
+                    "io_uring ({flags}; {} entries; multishot accept+recv, provided buffer ring)",
+                    self.ring_entries
+                )?;
+            }
+            _ => write!(f, "epoll (edge-triggered)")?,
+        }
+        if !self.fallbacks.is_empty() {
+            write!(f, " [after: {}]", self.fallbacks.join("; "))?;
+        }
+        Ok(())
+    }
+}
+
+/// Counters a test can read without timing anything.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DriverStats {
+    /// Calls to `turn`.
+    pub turns: u64,
+    /// Syscalls that waited or submitted: `io_uring_enter` or `epoll_wait`.
+    pub enters: u64,
+    /// Operations submitted.
+    pub submitted: u64,
+    /// Completions reaped (all CQEs for io_uring).
+    pub completions: u64,
+    /// Multishot operations re-armed after the kernel ended them (ENOBUFS among them).
+    pub rearmed: u64,
+}
+
+/// A `Send + Sync` handle that interrupts the driver's wait from any thread.
+#[derive(Clone)]
+pub struct DriverWaker {
+    inner: Arc<WakerInner>,
+}
+
+struct WakerInner {
+    fd: OwnedFd,
+    /// The driver is (about to be) blocked; a wake must write the eventfd.
+    sleeping: AtomicBool,
+}
+
+impl DriverWaker {
+    fn new() -> io::Result<Self> {
+        // SAFETY: eventfd has no memory preconditions; the result is checked.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fd is a new descriptor we own.
+        let fd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        Ok(DriverWaker {
+            inner: Arc::new(WakerInner {
+                fd,
+                sleeping: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// Wakes the driver if it is waiting (or about to); cheap when it is not.
+    pub fn wake(&self) {
+        if self.inner.sleeping.swap(false, Ordering::SeqCst) {
+            self.force_wake();
+        }
+    }
+
+    fn force_wake(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a live u64 to our eventfd.
+        unsafe { libc::write(self.inner.fd.as_raw_fd(), &one as *const u64 as *const _, 8) };
+    }
+
+    /// Marks the driver as about to sleep. The owner re-checks its queues after this
+    /// and before waiting; a waker that pushed before the re-check is seen by it, one
+    /// that pushed after sees the flag and writes the eventfd.
+    pub(crate) fn set_sleeping(&self, sleeping: bool) {
+        self.inner.sleeping.store(sleeping, Ordering::SeqCst);
+    }
+
+    pub(crate) fn raw_fd(&self) -> RawFd {
+        self.inner.fd.as_raw_fd()
+    }
+}
+
+/// Where completions go during a turn or a submit.
+pub(crate) struct Ctx<'a> {
+    pub table: &'a mut OpTable,
+    pub pool: &'a BufferPool,
+    pub wakers: &'a mut Vec<Waker>,
+    pub sink: Option<&'a mut dyn FnMut(u64, Completion, bool)>,
+    pub deferred: &'a mut Vec<(u64, Completion, bool)>,
+    pub stats: &'a mut DriverStats,
+}
+
+impl Ctx<'_> {
+    /// Routes one completion of `id` to whoever owns the operation. `last` says the
+    /// kernel will not mention `id` again.
+    pub fn deliver(&mut self, id: OpId, c: Completion, last: bool) {
+        let Some(slot) = self.table.get_mut(id) else {
+            return; // stale: dropping `c` returns any pool buffer
+        };
+        match slot.life {
+            Life::Free => {}
+            Life::Detached => {
+                if c.result >= 0 && slot.op.yields_fd() {
+                    // SAFETY: the kernel handed us this fd and nobody else knows it.
+                    unsafe { libc::close(c.result) };
+                }
+                drop(c);
+                if last {
+                    self.table.release(id);
+                }
+            }
+            Life::Active => {
+                if last {
+                    slot.done = true;
+                }
+                match &mut slot.notify {
+                    Notify::Waker(w) => {
+                        slot.queue.push_back(c);
+                        if let Some(w) = w.take() {
+                            self.wakers.push(w);
+                        }
+                    }
+                    Notify::Token(t) => {
+                        let token = *t;
+                        if last {
+                            self.table.release(id);
+                        }
+                        match self.sink.as_mut() {
+                            Some(sink) => sink(token, c, last),
+                            None => self.deferred.push((token, c, last)),
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+enum Imp {
+    Uring(Box<uring::Uring>),
+    Epoll(epoll::Epoll),
+}
+
+/// What an executor-face submit produced.
+pub(crate) enum Submitted {
+    /// Finished at once (epoll did the syscall eagerly); the slot is already free.
+    Done(Completion),
+    /// In flight.
+    Pending(OpId),
+}
+
+/// One core's I/O driver. See the [module docs](self).
+pub struct Driver {
+    table: OpTable,
+    imp: Imp,
+    pool: BufferPool,
+    info: BackendInfo,
+    waker: DriverWaker,
+    wakers: Vec<Waker>,
+    deferred: Vec<(u64, Completion, bool)>,
+    stats: DriverStats,
+}
+
+impl Driver {
+    /// Builds a driver, probing the configuration unless the backend is forced. With
+    /// `Backend::Auto` a refused io_uring (EPERM, ENOMEM, EINVAL at every rung) falls back
+    /// to epoll and the reason is kept in [`BackendInfo::fallbacks`] and logged.
+    pub fn new(cfg: &DriverConfig) -> io::Result<Driver> {
+        let waker = DriverWaker::new()?;
+        let mut fallbacks = Vec::new();
+        if cfg.backend != Backend::Epoll {
+            match probe::build_uring(cfg, &waker, &mut fallbacks) {
+                Ok((ring, pool, flags)) => {
+                    let info = BackendInfo {
+                        kind: Backend::Uring,
+                        flags,
+                        ring_entries: cfg.ring_entries,
+                        fallbacks,
+                    };
+                    return Ok(Driver::assemble(Imp::Uring(ring), pool, info, waker));
+                }
+                Err(e) if cfg.backend == Backend::Uring => {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!(
+                            "io_uring was requested but refused: {}",
+                            fallbacks.join("; ")
+                        ),
+                    ));
+                }
+                Err(_) => {
+                    tracing::warn!(reasons = %fallbacks.join("; "), "io_uring refused; falling back to epoll");
+                }
+            }
+        }
+        let pool = BufferPool::new_list(cfg.pool_buffers, cfg.pool_buf_size);
+        let ep = epoll::Epoll::new(&waker)?;
+        let info = BackendInfo {
+            kind: Backend::Epoll,
+            flags: Vec::new(),
+            ring_entries: 0,
+            fallbacks,
+        };
+        Ok(Driver::assemble(Imp::Epoll(ep), pool, info, waker))
+    }
+
+    fn assemble(imp: Imp, pool: BufferPool, info: BackendInfo, waker: DriverWaker) -> Driver {
+        Driver {
+            table: OpTable::new(),
+            imp,
+            pool,
+            info,
+            waker,
+            wakers: Vec::new(),
+            deferred: Vec::new(),
+            stats: DriverStats::default(),
+        }
+    }
+
+    /// The backend in use and its flags.
+    pub fn info(&self) -> &BackendInfo {
+        &self.info
+    }
+
+    /// This core's provided-buffer pool.
+    pub fn pool(&self) -> &BufferPool {
+        &self.pool
+    }
+
+    /// A handle to interrupt `turn` from another thread.
+    pub fn waker(&self) -> DriverWaker {
+        self.waker.clone()
+    }
+
+    /// Counters since creation.
+    pub fn stats(&self) -> DriverStats {
+        self.stats
+    }
+
+    /// Operations whose slots are still taken (in flight, or waiting to be reaped).
+    pub fn live_ops(&self) -> usize {
+        self.table.live()
+    }
+
+    /// Starts `op`; its completions reach `turn`'s callback with `token`.
+    ///
+    /// With `timeout`, the operation fails with `ETIMEDOUT` (or `ECANCELED`) if it has not
+    /// completed in time (an io_uring linked timeout; a driver deadline on epoll).
+    ///
+    /// # Safety
+    ///
+    /// Every pointer in `op` must stay valid (buffers the kernel writes: also unaliased)
+    /// until `turn` reports this operation's last completion.
+    pub unsafe fn submit(&mut self, op: Op, token: u64, timeout: Option<Duration>) -> OpId {
+        let id = self.table.insert(op, Notify::Token(token), timeout);
+        self.start(id);
+        id
+    }
+
+    /// Asks the kernel to end `id` early. Its last completion still arrives (often with
+    /// `-ECANCELED`, sometimes with a real result that won the race).
+    pub fn cancel(&mut self, id: OpId) {
+        let Some(slot) = self.table.get_mut(id) else {
+            return;
+        };
+        if slot.done || slot.cancel_requested {
+            return;
+        }
+        slot.cancel_requested = true;
+        let mut ctx = Ctx {
+            table: &mut self.table,
+            pool: &self.pool,
+            wakers: &mut self.wakers,
+            sink: None,
+            deferred: &mut self.deferred,
+            stats: &mut self.stats,
+        };
+        match &mut self.imp {
+            Imp::Uring(u) => u.cancel(id),
+            Imp::Epoll(e) => e.cancel(&mut ctx, id),
+        }
+        self.wake_collected();
+    }
+
+    /// Submits what is queued and waits up to `timeout` (`None`: until something
+    /// completes or [`DriverWaker::wake`] is called) for completions, which go to `sink`
+    /// as `(token, completion, last)`. One `io_uring_enter` or `epoll_wait` per call.
+    ///
+    /// Wakers of executor-face operations are woken here; they must not call back into
+    /// this driver.
+    pub fn turn(
+        &mut self,
+        timeout: Option<Duration>,
+        sink: &mut dyn FnMut(u64, Completion, bool),
+    ) -> io::Result<()> {
+        self.stats.turns += 1;
+        let mut timeout = timeout;
+        let deferred: Vec<_> = std::mem::take(&mut self.deferred);
+        if !deferred.is_empty() {
+            timeout = Some(Duration::ZERO);
+            for (t, c, last) in deferred {
+                sink(t, c, last);
+            }
+        }
+        let mut ctx = Ctx {
+            table: &mut self.table,
+            pool: &self.pool,
+            wakers: &mut self.wakers,
+            sink: Some(sink),
+            deferred: &mut self.deferred,
+            stats: &mut self.stats,
+        };
+        let res = match &mut self.imp {
+            Imp::Uring(u) => u.turn(&mut ctx, timeout),
+            Imp::Epoll(e) => e.turn(&mut ctx, timeout),
+        };
+        self.wake_collected();
+        res
+    }
+
+    fn wake_collected(&mut self) {
+        for w in self.wakers.drain(..) {
+            w.wake();
+        }
+    }
+
+    /// Call before closing `fd` yourself: the epoll backend forgets its registration (a
+    /// later fd with the same number must start clean). Operations still parked on it
+    /// fail with `ECANCELED`.
+    pub fn forget_fd(&mut self, fd: RawFd) {
+        if let Imp::Epoll(e) = &mut self.imp {
+            let mut ctx = Ctx {
+                table: &mut self.table,
+                pool: &self.pool,
+                wakers: &mut self.wakers,
+                sink: None,
+                deferred: &mut self.deferred,
+                stats: &mut self.stats,
+            };
+            e.forget_fd(&mut ctx, fd);
+            self.wake_collected();
+        }
+    }
+
+    /// Flags to create sockets with: non-blocking for epoll (readiness I/O), blocking
+    /// for io_uring (the kernel arms its own poll; `O_NONBLOCK` would make it fail
+    /// with `EAGAIN` instead).
+    pub fn socket_flags(&self) -> i32 {
+        match self.imp {
+            Imp::Uring(_) => libc::SOCK_CLOEXEC,
+            Imp::Epoll(_) => libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+        }
+    }
+
+    // ---- executor face -------------------------------------------------------------
+
+    /// Starts `op` for a future. On epoll a single-shot operation that can finish at once
+    /// does so here.
+    ///
+    /// # Safety
+    ///
+    /// As for [`submit`](Self::submit): pointers live until the final completion; the
+    /// future passes its buffers to [`detach`](Self::detach) if dropped before that.
+    pub(crate) unsafe fn submit_waker(&mut self, op: Op, timeout: Option<Duration>) -> Submitted {
+        let id = self.table.insert(op, Notify::Waker(None), timeout);
+        self.start(id);
+        let slot = self.table.get_mut(id).expect("just inserted");
+        if slot.done && !op.is_multishot() {
+            let c = slot
+                .queue
+                .pop_front()
+                .expect("a done op has its completion");
+            self.table.release(id);
+            return Submitted::Done(c);
+        }
+        Submitted::Pending(id)
+    }
+
+    fn start(&mut self, id: OpId) {
+        self.stats.submitted += 1;
+        let mut ctx = Ctx {
+            table: &mut self.table,
+            pool: &self.pool,
+            wakers: &mut self.wakers,
+            sink: None,
+            deferred: &mut self.deferred,
+            stats: &mut self.stats,
+        };
+        match &mut self.imp {
+            Imp::Uring(u) => u.start(&mut ctx, id),
+            Imp::Epoll(e) => e.start(&mut ctx, id),
+        }
+        self.wake_collected();
+    }
+
+    /// Polls a single-shot operation: ready with its completion once the final CQE is in
+    /// (the slot is then free).
+    pub(crate) fn poll_complete(&mut self, id: OpId, cx: &mut Context<'_>) -> Poll<Completion> {
+        let slot = self
+            .table
+            .get_mut(id)
+            .expect("polled an operation that was released");
+        if slot.done {
+            // A zero-copy send posts its result first and its buffer notification last;
+            // the result is what the caller wants.
+            let c = slot
+                .queue
+                .pop_front()
+                .expect("a done op has its completion");
+            self.table.release(id);
+            return Poll::Ready(c);
+        }
+        set_waker(&mut slot.notify, cx.waker());
+        Poll::Pending
+    }
+
+    /// Polls a multishot operation: the next completion, or `None` once it has ended (the
+    /// slot is then free).
+    pub(crate) fn poll_next(&mut self, id: OpId, cx: &mut Context<'_>) -> Poll<Option<Completion>> {
+        let Some(slot) = self.table.get_mut(id) else {
+            return Poll::Ready(None);
+        };
+        if let Some(c) = slot.queue.pop_front() {
+            return Poll::Ready(Some(c));
+        }
+        if slot.done {
+            self.table.release(id);
+            return Poll::Ready(None);
+        }
+        set_waker(&mut slot.notify, cx.waker());
+        Poll::Pending
+    }
+
+    /// The future of `id` is gone. If the operation is finished its slot is freed;
+    /// otherwise it is cancelled and `keep` (the buffers the kernel may still touch) is
+    /// held until the final completion. Completions already queued are dropped: pool
+    /// buffers go back, accepted fds are closed.
+    pub(crate) fn detach(&mut self, id: OpId, keep: Option<Box<dyn Any>>) {
+        let Some(slot) = self.table.get_mut(id) else {
+            return;
+        };
+        let yields_fd = slot.op.yields_fd();
+        for c in slot.queue.drain(..) {
+            if yields_fd && c.result >= 0 {
+                // SAFETY: an fd produced for a future that will never see it.
+                unsafe { libc::close(c.result) };
+            }
+        }
+        if slot.done {
+            self.table.release(id);
+            return;
+        }
+        slot.life = Life::Detached;
+        slot.keep = keep;
+        slot.notify = Notify::Waker(None);
+        self.cancel(id);
+    }
+
+    /// Asks to cancel an executor-face operation whose future stays to collect the
+    /// final completion (the cancel that hands the buffer back).
+    pub(crate) fn request_cancel(&mut self, id: OpId) {
+        self.cancel(id);
+    }
+
+    /// Cancels every operation and reaps until none is left or `deadline` passes.
+    /// Called when a core shuts down.
+    pub fn shutdown(&mut self, deadline: Duration) {
+        let start = std::time::Instant::now();
+        for id in self.table.live_ids() {
+            if let Some(slot) = self.table.get_mut(id) {
+                if slot.life == Life::Active && matches!(slot.notify, Notify::Waker(_)) {
+                    slot.life = Life::Detached;
+                }
+            }
+            self.cancel(id);
+        }
+        while self.table.live() > 0 && start.elapsed() < deadline {
+            let left = deadline.saturating_sub(start.elapsed());
+            if self
+                .turn(Some(left.min(Duration::from_millis(10))), &mut |_, _, _| {})
+                .is_err()
+            {
+                break;
+            }
+        }
+    }
+}
+
+fn set_waker(notify: &mut Notify, waker: &Waker) {
+    match notify {
+        Notify::Waker(Some(w)) if w.will_wake(waker) => {}
+        _ => *notify = Notify::Waker(Some(waker.clone())),
+    }
+}
+
+impl fmt::Debug for Driver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Driver")
+            .field("backend", &self.info)
+            .field("live_ops", &self.table.live())
+            .finish()
+    }
+}

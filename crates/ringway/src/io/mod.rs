@@ -1,0 +1,194 @@
+//! Futures over driver operations.
+//!
+//! [`OpFuture`] turns one [`Operation`] (an op plus the buffers it owns) into a future:
+//! the first poll submits, later polls wait for the final completion. Dropping it early
+//! hands the owned buffers to the driver and cancels, so the kernel never writes into
+//! freed memory. [`OpFuture::cancel`] cancels but keeps the future, whose output then
+//! carries the buffer back. [`MultiShot`] is the same for operations with many
+//! completions (multishot accept and receive).
+
+pub mod ops;
+
+use std::any::Any;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use crate::driver::{Completion, Op, OpId, Submitted};
+use crate::runtime::core::{try_with_current, with_current};
+
+/// An operation with the resources it owns.
+pub trait Operation: Unpin + 'static {
+    type Output;
+    /// The driver op. Called once, just before submission; pointers it holds point into
+    /// `self`'s heap buffers, which stay put when `self` moves.
+    fn op(&mut self) -> Op;
+    /// A linked timeout, if any.
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+    /// Builds the output from the final completion.
+    fn complete(self, c: Completion) -> Self::Output;
+}
+
+/// A future over one operation. See the [module docs](self).
+#[must_use = "futures do nothing unless awaited"]
+pub struct OpFuture<T: Operation> {
+    state: Option<T>,
+    id: Option<OpId>,
+    cancel_before_start: bool,
+}
+
+impl<T: Operation> OpFuture<T> {
+    pub(crate) fn new(state: T) -> Self {
+        OpFuture {
+            state: Some(state),
+            id: None,
+            cancel_before_start: false,
+        }
+    }
+
+    /// Asks for the operation to stop. Awaiting the future afterwards returns its output
+    /// with the buffer: an `ECANCELED` error (`Operation canceled`) if the cancel won, or
+    /// the real result if the operation finished first. Nothing is lost either way.
+    pub fn cancel(&mut self) {
+        match self.id {
+            Some(id) => with_current(|c| c.driver.borrow_mut().request_cancel(id)),
+            None => self.cancel_before_start = true,
+        }
+    }
+}
+
+impl<T: Operation> Future for OpFuture<T> {
+    type Output = T::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T::Output> {
+        let this = &mut *self;
+        let id = match this.id {
+            Some(id) => id,
+            None => {
+                let state = this
+                    .state
+                    .as_mut()
+                    .expect("OpFuture polled after completion");
+                if this.cancel_before_start {
+                    let s = this.state.take().expect("state present");
+                    return Poll::Ready(s.complete(Completion::new(-libc::ECANCELED)));
+                }
+                let op = state.op();
+                let timeout = state.timeout();
+                // SAFETY: the op's pointers refer to buffers owned by `state`, which lives
+                // in this future until the final completion, or is handed to the driver
+                // by `detach` if the future is dropped first.
+                let submitted =
+                    with_current(|c| unsafe { c.driver.borrow_mut().submit_waker(op, timeout) });
+                match submitted {
+                    Submitted::Done(c) => {
+                        let s = this.state.take().expect("state present");
+                        return Poll::Ready(s.complete(c));
+                    }
+                    Submitted::Pending(id) => {
+                        this.id = Some(id);
+                        id
+                    }
+                }
+            }
+        };
+        match with_current(|c| c.driver.borrow_mut().poll_complete(id, cx)) {
+            Poll::Ready(c) => {
+                this.id = None;
+                let s = this.state.take().expect("state present");
+                Poll::Ready(s.complete(c))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<T: Operation> Drop for OpFuture<T> {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let mut keep = self.state.take().map(|s| Box::new(s) as Box<dyn Any>);
+        let handed = try_with_current(|c| match c.driver.try_borrow_mut() {
+            Ok(mut d) => {
+                d.detach(id, keep.take());
+                true
+            }
+            Err(_) => false,
+        });
+        if handed != Some(true) {
+            // No driver to give the buffers to (dropped outside the runtime): the kernel
+            // may still write into them, so they must never be freed.
+            std::mem::forget(keep);
+        }
+    }
+}
+
+/// A multishot operation: a stream of completions until it ends.
+pub(crate) struct MultiShot {
+    op: Op,
+    id: Option<OpId>,
+    ended: bool,
+}
+
+impl MultiShot {
+    pub fn new(op: Op) -> Self {
+        debug_assert!(op.is_multishot());
+        MultiShot {
+            op,
+            id: None,
+            ended: false,
+        }
+    }
+
+    /// The next completion; `None` once the operation has ended. After an end, the next
+    /// call starts the operation again (a listener's accept stream resumes after an
+    /// error, for example); callers decide whether to.
+    pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Completion>> {
+        let id = match self.id {
+            Some(id) => id,
+            None => {
+                self.ended = false;
+                // SAFETY: multishot ops here carry no pointers (pool buffers, no addr).
+                let s =
+                    with_current(|c| unsafe { c.driver.borrow_mut().submit_waker(self.op, None) });
+                match s {
+                    Submitted::Pending(id) => {
+                        self.id = Some(id);
+                        id
+                    }
+                    Submitted::Done(c) => return Poll::Ready(Some(c)),
+                }
+            }
+        };
+        let r = with_current(|c| c.driver.borrow_mut().poll_next(id, cx));
+        if let Poll::Ready(None) = r {
+            self.id = None;
+            self.ended = true;
+        }
+        r
+    }
+}
+
+impl Drop for MultiShot {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            try_with_current(|c| {
+                if let Ok(mut d) = c.driver.try_borrow_mut() {
+                    d.detach(id, None);
+                }
+            });
+        }
+    }
+}
+
+/// Turns a completion result into an `io::Result`.
+pub(crate) fn result(c: &Completion) -> io::Result<usize> {
+    if c.result >= 0 {
+        Ok(c.result as usize)
+    } else {
+        Err(io::Error::from_raw_os_error(-c.result))
+    }
+}

@@ -1,0 +1,251 @@
+//! The operations the runtime's I/O types use, each with the resources it owns.
+
+use std::ffi::CString;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+use super::{result, Operation};
+use crate::buf::{IoBuf, IoBufMut, PoolBuf};
+use crate::driver::{Completion, Op, RawAddr};
+
+/// Receive into a caller buffer (`recv`), or read at an offset when `offset` is set.
+pub struct Read<B> {
+    pub(crate) fd: RawFd,
+    pub(crate) buf: B,
+    pub(crate) offset: Option<u64>,
+}
+
+impl<B: IoBufMut + Unpin> Operation for Read<B> {
+    type Output = (io::Result<usize>, B);
+    fn op(&mut self) -> Op {
+        let len = self.buf.bytes_total().min(u32::MAX as usize) as u32;
+        let buf = self.buf.stable_mut_ptr();
+        match self.offset {
+            Some(offset) => Op::ReadAt {
+                fd: self.fd,
+                buf,
+                len,
+                offset,
+            },
+            None => Op::Recv {
+                fd: self.fd,
+                buf,
+                len,
+            },
+        }
+    }
+    fn complete(mut self, c: Completion) -> Self::Output {
+        let r = result(&c);
+        if let Ok(n) = r {
+            // SAFETY: the kernel wrote `n` bytes at the start of the buffer.
+            unsafe { self.buf.set_init(n) };
+        }
+        (r, self.buf)
+    }
+}
+
+/// Send a caller buffer (`send`), or write at an offset when `offset` is set.
+pub struct Write<B> {
+    pub(crate) fd: RawFd,
+    pub(crate) buf: B,
+    pub(crate) offset: Option<u64>,
+}
+
+impl<B: IoBuf + Unpin> Operation for Write<B> {
+    type Output = (io::Result<usize>, B);
+    fn op(&mut self) -> Op {
+        let len = self.buf.bytes_init().min(u32::MAX as usize) as u32;
+        let buf = self.buf.stable_ptr();
+        match self.offset {
+            Some(offset) => Op::WriteAt {
+                fd: self.fd,
+                buf,
+                len,
+                offset,
+            },
+            None => Op::Send {
+                fd: self.fd,
+                buf,
+                len,
+            },
+        }
+    }
+    fn complete(self, c: Completion) -> Self::Output {
+        (result(&c), self.buf)
+    }
+}
+
+/// Send several buffers with one `sendmsg`.
+pub struct WriteVectored<B> {
+    pub(crate) fd: RawFd,
+    pub(crate) bufs: Vec<B>,
+    pub(crate) iov: Vec<libc::iovec>,
+}
+
+impl<B: IoBuf + Unpin> Operation for WriteVectored<B> {
+    type Output = (io::Result<usize>, Vec<B>);
+    fn op(&mut self) -> Op {
+        self.iov.clear();
+        self.iov.extend(self.bufs.iter().map(|b| libc::iovec {
+            iov_base: b.stable_ptr() as *mut libc::c_void,
+            iov_len: b.bytes_init(),
+        }));
+        Op::SendVectored {
+            fd: self.fd,
+            iov: self.iov.as_ptr(),
+            iovcnt: self.iov.len() as u32,
+        }
+    }
+    fn complete(self, c: Completion) -> Self::Output {
+        (result(&c), self.bufs)
+    }
+}
+
+/// Receive one datagram and its source.
+pub struct RecvFrom<B> {
+    pub(crate) fd: RawFd,
+    pub(crate) buf: B,
+}
+
+impl<B: IoBufMut + Unpin> Operation for RecvFrom<B> {
+    type Output = (io::Result<(usize, SocketAddr)>, B);
+    fn op(&mut self) -> Op {
+        Op::RecvFrom {
+            fd: self.fd,
+            buf: self.buf.stable_mut_ptr(),
+            len: self.buf.bytes_total().min(u32::MAX as usize) as u32,
+        }
+    }
+    fn complete(mut self, c: Completion) -> Self::Output {
+        let r = result(&c).and_then(|n| {
+            // SAFETY: the kernel wrote `n` bytes.
+            unsafe { self.buf.set_init(n) };
+            let addr = c
+                .addr
+                .and_then(|a| a.to_socket_addr())
+                .ok_or_else(|| io::Error::other("datagram without an IP source address"))?;
+            Ok((n, addr))
+        });
+        (r, self.buf)
+    }
+}
+
+/// Send one datagram to an address.
+pub struct SendTo<B> {
+    pub(crate) fd: RawFd,
+    pub(crate) buf: B,
+    pub(crate) addr: RawAddr,
+}
+
+impl<B: IoBuf + Unpin> Operation for SendTo<B> {
+    type Output = (io::Result<usize>, B);
+    fn op(&mut self) -> Op {
+        Op::SendTo {
+            fd: self.fd,
+            buf: self.buf.stable_ptr(),
+            len: self.buf.bytes_init().min(u32::MAX as usize) as u32,
+            addr: self.addr,
+        }
+    }
+    fn complete(self, c: Completion) -> Self::Output {
+        (result(&c), self.buf)
+    }
+}
+
+/// Accept one connection.
+pub struct Accept {
+    pub(crate) fd: RawFd,
+}
+
+impl Operation for Accept {
+    type Output = io::Result<(OwnedFd, RawAddr)>;
+    fn op(&mut self) -> Op {
+        Op::Accept { fd: self.fd }
+    }
+    fn complete(self, c: Completion) -> Self::Output {
+        let fd = result(&c)?;
+        // SAFETY: the kernel just created this fd for us.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+        Ok((fd, c.addr.unwrap_or_else(RawAddr::empty)))
+    }
+}
+
+/// Connect a socket, optionally with a (linked) timeout.
+pub struct Connect {
+    pub(crate) fd: RawFd,
+    pub(crate) addr: RawAddr,
+    pub(crate) timeout: Option<Duration>,
+}
+
+impl Operation for Connect {
+    type Output = io::Result<()>;
+    fn op(&mut self) -> Op {
+        Op::Connect {
+            fd: self.fd,
+            addr: self.addr,
+        }
+    }
+    fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+    fn complete(self, c: Completion) -> Self::Output {
+        result(&c).map(drop)
+    }
+}
+
+/// Receive once into a pool buffer.
+pub struct RecvPoolOnce {
+    pub(crate) fd: RawFd,
+}
+
+impl Operation for RecvPoolOnce {
+    type Output = io::Result<Option<PoolBuf>>;
+    fn op(&mut self) -> Op {
+        Op::RecvPool {
+            fd: self.fd,
+            multishot: false,
+        }
+    }
+    fn complete(self, c: Completion) -> Self::Output {
+        let n = result(&c)?;
+        Ok(if n == 0 { None } else { c.buf })
+    }
+}
+
+/// Open a file.
+pub struct Open {
+    pub(crate) path: CString,
+    pub(crate) flags: i32,
+    pub(crate) mode: u32,
+}
+
+impl Operation for Open {
+    type Output = io::Result<OwnedFd>;
+    fn op(&mut self) -> Op {
+        Op::Open {
+            path: self.path.as_ptr(),
+            flags: self.flags,
+            mode: self.mode,
+        }
+    }
+    fn complete(self, c: Completion) -> Self::Output {
+        let fd = result(&c)?;
+        // SAFETY: the kernel just opened this fd for us.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+    }
+}
+
+/// An op whose only output is its result: fsync, shutdown, nop.
+pub struct Simple(pub(crate) Op);
+
+impl Operation for Simple {
+    type Output = io::Result<usize>;
+    fn op(&mut self) -> Op {
+        self.0
+    }
+    fn complete(self, c: Completion) -> Self::Output {
+        result(&c)
+    }
+}

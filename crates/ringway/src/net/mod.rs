@@ -1,0 +1,36 @@
+//! Networking: TCP, UDP and Unix sockets on the current core's driver.
+//!
+//! Every I/O method takes and returns owned buffers (see [`crate::buf`]). Stream reads
+//! and writes take `&mut self`: one reader and one writer at a time per socket, so two
+//! sends on one socket can never be in flight out of order.
+
+mod socket;
+mod tcp;
+mod udp;
+mod unix;
+
+pub use socket::{ReadFuture, RecvStream, WriteFuture};
+pub use tcp::{Incoming, ListenOptions, TcpListener, TcpStream};
+pub use udp::UdpSocket;
+pub use unix::{UnixListener, UnixStream};
+
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+
+/// Resolves `addr` to its first address. Literal addresses (`"127.0.0.1:80"`,
+/// `SocketAddr`) cost nothing; a host name is looked up synchronously, so on a busy core
+/// prefer [`lookup_host`] first.
+pub(crate) fn first_addr<A: ToSocketAddrs>(addr: A) -> io::Result<SocketAddr> {
+    addr.to_socket_addrs()?
+        .next()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "address resolved to nothing"))
+}
+
+/// Looks up a host name on the blocking pool, so the core keeps running meanwhile.
+pub async fn lookup_host<A: ToSocketAddrs + Send + 'static>(
+    addr: A,
+) -> io::Result<Vec<SocketAddr>> {
+    crate::runtime::spawn_blocking(move || addr.to_socket_addrs().map(|i| i.collect::<Vec<_>>()))
+        .await
+        .map_err(|e| io::Error::other(format!("address lookup failed: {e}")))?
+}

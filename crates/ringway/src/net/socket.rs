@@ -1,0 +1,309 @@
+//! The socket under every net type: an owned fd that tells the driver before it closes,
+//! plus the stream operations TCP and Unix streams share.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::task::{Context, Poll};
+
+use crate::buf::{IoBuf, IoBufMut, PoolBuf, Slice};
+use crate::driver::{Op, RawAddr};
+use crate::io::ops::{self, Read, RecvPoolOnce, Write, WriteVectored};
+use crate::io::{MultiShot, OpFuture};
+use crate::runtime::core::{try_with_current, with_current};
+
+/// An owned socket fd, closed on drop (after the driver forgets it).
+#[derive(Debug)]
+pub(crate) struct Socket {
+    fd: Option<OwnedFd>,
+}
+
+impl Socket {
+    /// A new socket with the flags the current backend wants.
+    pub fn new(domain: i32, ty: i32) -> io::Result<Socket> {
+        let flags = with_current(|c| c.driver.borrow().socket_flags());
+        // SAFETY: socket() takes no pointers; the result is checked.
+        let fd = unsafe { libc::socket(domain, ty | flags, 0) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a fresh fd we own.
+        Ok(Socket::from_fd(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    pub fn from_fd(fd: OwnedFd) -> Socket {
+        Socket { fd: Some(fd) }
+    }
+
+    /// Adopts a socket made elsewhere (std), setting the blocking mode the backend wants.
+    pub fn adopt(fd: OwnedFd) -> io::Result<Socket> {
+        let nonblocking =
+            with_current(|c| c.driver.borrow().socket_flags()) & libc::SOCK_NONBLOCK != 0;
+        let raw = fd.as_raw_fd();
+        // SAFETY: fcntl on an fd we own; no pointers.
+        unsafe {
+            let fl = libc::fcntl(raw, libc::F_GETFL);
+            if fl < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let want = if nonblocking {
+                fl | libc::O_NONBLOCK
+            } else {
+                fl & !libc::O_NONBLOCK
+            };
+            if want != fl && libc::fcntl(raw, libc::F_SETFL, want) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(Socket::from_fd(fd))
+    }
+
+    pub fn fd(&self) -> RawFd {
+        self.fd.as_ref().expect("socket is open").as_raw_fd()
+    }
+
+    pub fn setsockopt<T>(&self, level: i32, name: i32, value: T) -> io::Result<()> {
+        // SAFETY: passes a pointer to a live T with its size.
+        let r = unsafe {
+            libc::setsockopt(
+                self.fd(),
+                level,
+                name,
+                &value as *const T as *const libc::c_void,
+                std::mem::size_of::<T>() as libc::socklen_t,
+            )
+        };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
+
+    pub fn getsockopt_int(&self, level: i32, name: i32) -> io::Result<i32> {
+        let mut v: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: v and len are live and sized for the call.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd(),
+                level,
+                name,
+                &mut v as *mut _ as *mut libc::c_void,
+                &mut len,
+            )
+        };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(v)
+        }
+    }
+
+    pub fn bind(&self, addr: &RawAddr) -> io::Result<()> {
+        let (p, l) = addr.as_ptr();
+        // SAFETY: p points to a live sockaddr of length l.
+        if unsafe { libc::bind(self.fd(), p, l) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    pub fn listen(&self, backlog: i32) -> io::Result<()> {
+        // SAFETY: no pointers.
+        if unsafe { libc::listen(self.fd(), backlog) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    fn name(&self, peer: bool) -> io::Result<RawAddr> {
+        let mut a = RawAddr::empty();
+        // SAFETY: storage and len are live and sized for the call.
+        let r = unsafe {
+            let p = &mut a.storage as *mut _ as *mut libc::sockaddr;
+            if peer {
+                libc::getpeername(self.fd(), p, &mut a.len)
+            } else {
+                libc::getsockname(self.fd(), p, &mut a.len)
+            }
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(a)
+    }
+
+    pub fn local_addr(&self) -> io::Result<RawAddr> {
+        self.name(false)
+    }
+
+    pub fn peer_addr(&self) -> io::Result<RawAddr> {
+        self.name(true)
+    }
+
+    pub fn shutdown(&self, how: std::net::Shutdown) -> io::Result<()> {
+        let how = match how {
+            std::net::Shutdown::Read => libc::SHUT_RD,
+            std::net::Shutdown::Write => libc::SHUT_WR,
+            std::net::Shutdown::Both => libc::SHUT_RDWR,
+        };
+        // SAFETY: no pointers.
+        if unsafe { libc::shutdown(self.fd(), how) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    pub fn read<B: IoBufMut + Unpin>(&self, buf: B) -> OpFuture<Read<B>> {
+        OpFuture::new(Read {
+            fd: self.fd(),
+            buf,
+            offset: None,
+        })
+    }
+
+    pub fn write<B: IoBuf + Unpin>(&self, buf: B) -> OpFuture<Write<B>> {
+        OpFuture::new(Write {
+            fd: self.fd(),
+            buf,
+            offset: None,
+        })
+    }
+
+    pub async fn write_all<B: IoBuf + Unpin>(&self, buf: B) -> (io::Result<()>, B) {
+        let total = buf.bytes_init();
+        let mut slice = Slice::new(buf, 0, total);
+        let mut done = 0;
+        while done < total {
+            let (r, s) = self.write(slice).await;
+            let buf = s.into_inner();
+            match r {
+                Ok(0) => {
+                    return (
+                        Err(io::Error::new(
+                            io::ErrorKind::WriteZero,
+                            "peer took no bytes",
+                        )),
+                        buf,
+                    )
+                }
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return (Err(e), buf),
+            }
+            slice = Slice::new(buf, done, total);
+        }
+        (Ok(()), slice.into_inner())
+    }
+
+    pub fn write_vectored<B: IoBuf + Unpin>(&self, bufs: Vec<B>) -> OpFuture<WriteVectored<B>> {
+        OpFuture::new(WriteVectored {
+            fd: self.fd(),
+            iov: Vec::with_capacity(bufs.len()),
+            bufs,
+        })
+    }
+
+    pub fn recv_pool(&self) -> OpFuture<RecvPoolOnce> {
+        OpFuture::new(RecvPoolOnce { fd: self.fd() })
+    }
+
+    pub fn recv_multishot(&self) -> RecvStream {
+        RecvStream {
+            shot: MultiShot::new(Op::RecvPool {
+                fd: self.fd(),
+                multishot: true,
+            }),
+            done: false,
+        }
+    }
+
+    pub fn connect_op(
+        &self,
+        addr: RawAddr,
+        timeout: Option<std::time::Duration>,
+    ) -> OpFuture<ops::Connect> {
+        OpFuture::new(ops::Connect {
+            fd: self.fd(),
+            addr,
+            timeout,
+        })
+    }
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        if let Some(fd) = self.fd.take() {
+            let raw = fd.as_raw_fd();
+            try_with_current(|c| {
+                if let Ok(mut d) = c.driver.try_borrow_mut() {
+                    d.forget_fd(raw);
+                }
+            });
+            drop(fd);
+        }
+    }
+}
+
+/// Received data as pool buffers, from a multishot receive: one armed operation serves
+/// every read until end of stream. Buffers go back to the pool when dropped; an idle
+/// connection holds none. If the pool runs dry the receive waits for a buffer to come
+/// back and resumes where it stopped: no byte is lost or reordered.
+///
+/// Dropping the stream cancels the receive.
+#[must_use = "streams do nothing unless polled"]
+pub struct RecvStream {
+    shot: MultiShot,
+    done: bool,
+}
+
+impl RecvStream {
+    /// The next chunk of bytes, `None` at end of stream. After an error the stream ends.
+    pub async fn next(&mut self) -> Option<io::Result<PoolBuf>> {
+        std::future::poll_fn(|cx| self.poll_next(cx)).await
+    }
+
+    /// Poll form of [`next`](Self::next).
+    pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<PoolBuf>>> {
+        if self.done {
+            return Poll::Ready(None);
+        }
+        match self.shot.poll_next(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(None) => {
+                self.done = true;
+                Poll::Ready(None)
+            }
+            Poll::Ready(Some(c)) => {
+                if c.result < 0 {
+                    self.done = true;
+                    return Poll::Ready(Some(Err(io::Error::from_raw_os_error(-c.result))));
+                }
+                if c.result == 0 {
+                    self.done = true;
+                    return Poll::Ready(None);
+                }
+                match c.buf {
+                    Some(b) => Poll::Ready(Some(Ok(b))),
+                    None => Poll::Ready(Some(Err(io::Error::other(
+                        "receive completed without a buffer",
+                    )))),
+                }
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for RecvStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecvStream")
+            .field("done", &self.done)
+            .finish()
+    }
+}
+
+/// Future type of `read`: await it for `(io::Result<usize>, buf)`; `cancel()` it to get
+/// the buffer back early.
+pub type ReadFuture<B> = OpFuture<Read<B>>;
+/// Future type of `write`.
+pub type WriteFuture<B> = OpFuture<Write<B>>;

@@ -1,0 +1,284 @@
+//! TCP: listeners (with `SO_REUSEPORT` for one listener per core, and a multishot accept
+//! stream) and streams.
+
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use super::socket::{ReadFuture, RecvStream, Socket, WriteFuture};
+use crate::buf::{IoBuf, IoBufMut};
+use crate::driver::{Op, RawAddr};
+use crate::io::ops::{Accept, RecvPoolOnce, WriteVectored};
+use crate::io::{MultiShot, OpFuture};
+
+/// Options for [`TcpListener::bind_with`].
+#[derive(Debug, Clone)]
+pub struct ListenOptions {
+    /// `SO_REUSEPORT`: several listeners (one per core) on one port, the kernel spreading
+    /// connections among them. Default false.
+    pub reuse_port: bool,
+    /// `SO_REUSEADDR`. Default true.
+    pub reuse_addr: bool,
+    /// Listen backlog. Default 1024.
+    pub backlog: i32,
+    /// Only IPv6 on an IPv6 address. Default: the system's.
+    pub only_v6: Option<bool>,
+}
+
+impl Default for ListenOptions {
+    fn default() -> Self {
+        ListenOptions {
+            reuse_port: false,
+            reuse_addr: true,
+            backlog: 1024,
+            only_v6: None,
+        }
+    }
+}
+
+fn domain_of(addr: &SocketAddr) -> i32 {
+    if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    }
+}
+
+/// A TCP listener on the current core.
+#[derive(Debug)]
+pub struct TcpListener {
+    socket: Socket,
+}
+
+impl TcpListener {
+    /// Binds with default [`ListenOptions`].
+    pub fn bind<A: ToSocketAddrs>(addr: A) -> io::Result<TcpListener> {
+        Self::bind_with(addr, &ListenOptions::default())
+    }
+
+    /// Binds with options.
+    pub fn bind_with<A: ToSocketAddrs>(addr: A, opts: &ListenOptions) -> io::Result<TcpListener> {
+        let addr = super::first_addr(addr)?;
+        let socket = Socket::new(domain_of(&addr), libc::SOCK_STREAM)?;
+        if opts.reuse_addr {
+            socket.setsockopt(libc::SOL_SOCKET, libc::SO_REUSEADDR, 1 as libc::c_int)?;
+        }
+        if opts.reuse_port {
+            socket.setsockopt(libc::SOL_SOCKET, libc::SO_REUSEPORT, 1 as libc::c_int)?;
+        }
+        if let (Some(v6), true) = (opts.only_v6, addr.is_ipv6()) {
+            socket.setsockopt(libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, v6 as libc::c_int)?;
+        }
+        socket
+            .bind(&RawAddr::from_socket_addr(&addr))
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot bind {addr}: {e}")))?;
+        socket.listen(opts.backlog)?;
+        Ok(TcpListener { socket })
+    }
+
+    /// Adopts a std listener.
+    pub fn from_std(l: std::net::TcpListener) -> io::Result<TcpListener> {
+        Ok(TcpListener {
+            socket: Socket::adopt(OwnedFd::from(l))?,
+        })
+    }
+
+    /// Accepts one connection. Cancel-safe: if this future is dropped after the kernel
+    /// accepted, the new connection is closed, not leaked.
+    pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        let (fd, addr) = OpFuture::new(Accept {
+            fd: self.socket.fd(),
+        })
+        .await?;
+        let stream = TcpStream {
+            socket: Socket::from_fd(fd),
+        };
+        let addr = match addr.to_socket_addr() {
+            Some(a) => a,
+            None => stream.peer_addr()?,
+        };
+        Ok((stream, addr))
+    }
+
+    /// A stream of accepted connections from one multishot accept (io_uring) or one
+    /// registration (epoll): no submission per connection.
+    pub fn incoming(&self) -> Incoming<'_> {
+        Incoming {
+            _listener: self,
+            shot: MultiShot::new(Op::AcceptMulti {
+                fd: self.socket.fd(),
+            }),
+        }
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.socket
+            .local_addr()?
+            .to_socket_addr()
+            .ok_or_else(|| io::Error::other("not an IP socket"))
+    }
+}
+
+impl AsRawFd for TcpListener {
+    fn as_raw_fd(&self) -> RawFd {
+        self.socket.fd()
+    }
+}
+
+/// Connections from [`TcpListener::incoming`].
+pub struct Incoming<'a> {
+    _listener: &'a TcpListener,
+    shot: MultiShot,
+}
+
+impl Incoming<'_> {
+    /// The next connection. An error (e.g. `EMFILE`) is returned once and accepting
+    /// resumes on the next call; `None` only if the listener is unusable.
+    pub async fn next(&mut self) -> Option<io::Result<TcpStream>> {
+        std::future::poll_fn(|cx| self.poll_next(cx)).await
+    }
+
+    /// Poll form of [`next`](Self::next).
+    pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<TcpStream>>> {
+        loop {
+            match self.shot.poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                // Ended without an error in hand (e.g. re-armed by the driver, or the
+                // error was already returned): start again.
+                Poll::Ready(None) => continue,
+                Poll::Ready(Some(c)) if c.result >= 0 => {
+                    // SAFETY: the kernel created this fd for us.
+                    let fd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(c.result) };
+                    return Poll::Ready(Some(Ok(TcpStream {
+                        socket: Socket::from_fd(fd),
+                    })));
+                }
+                Poll::Ready(Some(c)) => {
+                    let e = io::Error::from_raw_os_error(-c.result);
+                    if matches!(-c.result, libc::EBADF | libc::EINVAL | libc::ENOTSOCK) {
+                        return Poll::Ready(None);
+                    }
+                    return Poll::Ready(Some(Err(e)));
+                }
+            }
+        }
+    }
+}
+
+/// A TCP connection.
+#[derive(Debug)]
+pub struct TcpStream {
+    socket: Socket,
+}
+
+impl TcpStream {
+    /// Connects to `addr`.
+    pub async fn connect<A: ToSocketAddrs>(addr: A) -> io::Result<TcpStream> {
+        Self::connect_inner(super::first_addr(addr)?, None).await
+    }
+
+    /// Connects, failing with `TimedOut` after `timeout` (an io_uring linked timeout, or
+    /// a driver deadline on epoll).
+    pub async fn connect_timeout(addr: &SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
+        Self::connect_inner(*addr, Some(timeout)).await
+    }
+
+    async fn connect_inner(addr: SocketAddr, timeout: Option<Duration>) -> io::Result<TcpStream> {
+        let socket = Socket::new(domain_of(&addr), libc::SOCK_STREAM)?;
+        socket
+            .connect_op(RawAddr::from_socket_addr(&addr), timeout)
+            .await
+            .map_err(|e| {
+                if e.raw_os_error() == Some(libc::ETIMEDOUT) {
+                    io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("connect to {addr} timed out"),
+                    )
+                } else {
+                    io::Error::new(e.kind(), format!("connect to {addr}: {e}"))
+                }
+            })?;
+        Ok(TcpStream { socket })
+    }
+
+    /// Adopts a connected std stream.
+    pub fn from_std(s: std::net::TcpStream) -> io::Result<TcpStream> {
+        Ok(TcpStream {
+            socket: Socket::adopt(OwnedFd::from(s))?,
+        })
+    }
+
+    /// Reads into `buf` (up to its capacity); `Ok(0)` at end of stream.
+    pub fn read<B: IoBufMut + Unpin>(&mut self, buf: B) -> ReadFuture<B> {
+        self.socket.read(buf)
+    }
+
+    /// Writes some of `buf`'s bytes; returns how many.
+    pub fn write<B: IoBuf + Unpin>(&mut self, buf: B) -> WriteFuture<B> {
+        self.socket.write(buf)
+    }
+
+    /// Writes all of `buf`.
+    pub async fn write_all<B: IoBuf + Unpin>(&mut self, buf: B) -> (io::Result<()>, B) {
+        self.socket.write_all(buf).await
+    }
+
+    /// Writes several buffers in one `sendmsg`; returns how many bytes went.
+    pub fn write_vectored<B: IoBuf + Unpin>(&mut self, bufs: Vec<B>) -> OpFuture<WriteVectored<B>> {
+        self.socket.write_vectored(bufs)
+    }
+
+    /// Receives once into a pool buffer; `None` at end of stream.
+    pub fn recv_pool(&mut self) -> OpFuture<RecvPoolOnce> {
+        self.socket.recv_pool()
+    }
+
+    /// A multishot receive: see [`RecvStream`].
+    pub fn recv_multishot(&mut self) -> RecvStream {
+        self.socket.recv_multishot()
+    }
+
+    /// `TCP_NODELAY`.
+    pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
+        self.socket
+            .setsockopt(libc::IPPROTO_TCP, libc::TCP_NODELAY, on as libc::c_int)
+    }
+
+    /// Whether `TCP_NODELAY` is set.
+    pub fn nodelay(&self) -> io::Result<bool> {
+        Ok(self
+            .socket
+            .getsockopt_int(libc::IPPROTO_TCP, libc::TCP_NODELAY)?
+            != 0)
+    }
+
+    /// Shuts down reading, writing or both.
+    pub fn shutdown(&self, how: std::net::Shutdown) -> io::Result<()> {
+        self.socket.shutdown(how)
+    }
+
+    /// The remote address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.socket
+            .peer_addr()?
+            .to_socket_addr()
+            .ok_or_else(|| io::Error::other("not an IP socket"))
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.socket
+            .local_addr()?
+            .to_socket_addr()
+            .ok_or_else(|| io::Error::other("not an IP socket"))
+    }
+}
+
+impl AsRawFd for TcpStream {
+    fn as_raw_fd(&self) -> RawFd {
+        self.socket.fd()
+    }
+}

@@ -1,0 +1,127 @@
+//! Unix domain stream sockets.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::Path;
+
+use super::socket::{ReadFuture, RecvStream, Socket, WriteFuture};
+use crate::buf::{IoBuf, IoBufMut};
+use crate::driver::RawAddr;
+use crate::io::ops::Accept;
+use crate::io::OpFuture;
+
+/// A Unix stream listener. The socket file is not removed on drop (as with std).
+#[derive(Debug)]
+pub struct UnixListener {
+    socket: Socket,
+}
+
+impl UnixListener {
+    /// Binds to a filesystem path.
+    pub fn bind<P: AsRef<Path>>(path: P) -> io::Result<UnixListener> {
+        let path = path.as_ref();
+        let addr = RawAddr::from_unix_path(path)?;
+        let socket = Socket::new(libc::AF_UNIX, libc::SOCK_STREAM)?;
+        socket.bind(&addr).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot bind {}: {e}", path.display()))
+        })?;
+        socket.listen(1024)?;
+        Ok(UnixListener { socket })
+    }
+
+    /// Accepts one connection (cancel-safe, as for TCP).
+    pub async fn accept(&self) -> io::Result<UnixStream> {
+        let (fd, _) = OpFuture::new(Accept {
+            fd: self.socket.fd(),
+        })
+        .await?;
+        Ok(UnixStream {
+            socket: Socket::from_fd(fd),
+        })
+    }
+}
+
+impl AsRawFd for UnixListener {
+    fn as_raw_fd(&self) -> RawFd {
+        self.socket.fd()
+    }
+}
+
+/// A Unix stream connection.
+#[derive(Debug)]
+pub struct UnixStream {
+    socket: Socket,
+}
+
+impl UnixStream {
+    /// Connects to a listener's path.
+    pub async fn connect<P: AsRef<Path>>(path: P) -> io::Result<UnixStream> {
+        let path = path.as_ref();
+        let addr = RawAddr::from_unix_path(path)?;
+        let socket = Socket::new(libc::AF_UNIX, libc::SOCK_STREAM)?;
+        socket
+            .connect_op(addr, None)
+            .await
+            .map_err(|e| io::Error::new(e.kind(), format!("connect to {}: {e}", path.display())))?;
+        Ok(UnixStream { socket })
+    }
+
+    /// A connected pair.
+    pub fn pair() -> io::Result<(UnixStream, UnixStream)> {
+        let flags = crate::runtime::core::with_current(|c| c.driver.borrow().socket_flags());
+        let mut fds = [0; 2];
+        // SAFETY: fds has room for the two descriptors.
+        if unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_STREAM | flags,
+                0,
+                fds.as_mut_ptr(),
+            )
+        } < 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: two fresh fds we own.
+        let (a, b) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        Ok((
+            UnixStream {
+                socket: Socket::from_fd(a),
+            },
+            UnixStream {
+                socket: Socket::from_fd(b),
+            },
+        ))
+    }
+
+    /// Reads into `buf`; `Ok(0)` at end of stream.
+    pub fn read<B: IoBufMut + Unpin>(&mut self, buf: B) -> ReadFuture<B> {
+        self.socket.read(buf)
+    }
+
+    /// Writes some of `buf`.
+    pub fn write<B: IoBuf + Unpin>(&mut self, buf: B) -> WriteFuture<B> {
+        self.socket.write(buf)
+    }
+
+    /// Writes all of `buf`.
+    pub async fn write_all<B: IoBuf + Unpin>(&mut self, buf: B) -> (io::Result<()>, B) {
+        self.socket.write_all(buf).await
+    }
+
+    /// A multishot receive into pool buffers.
+    pub fn recv_multishot(&mut self) -> RecvStream {
+        self.socket.recv_multishot()
+    }
+
+    /// Shuts down reading, writing or both.
+    pub fn shutdown(&self, how: std::net::Shutdown) -> io::Result<()> {
+        self.socket.shutdown(how)
+    }
+}
+
+impl AsRawFd for UnixStream {
+    fn as_raw_fd(&self) -> RawFd {
+        self.socket.fd()
+    }
+}
