@@ -3,10 +3,11 @@
 //! The binaries in `src/bin` are deliberately small; everything the harness needs that is
 //! not a peer or the load client lives here, split into modules that can be tested without
 //! starting a server: reading a process's CPU time from `/proc`, picking a free port,
-//! spawning and stopping pinned processes, parsing `strace -c` tables, and summarising
+//! spawning and stopping pinned processes, parsing `strace -c` tables and `perf stat` counters, and summarising
 //! and formatting the results.
 
 pub mod peers;
+pub mod perfstat;
 pub mod ports;
 pub mod process;
 pub mod procstat;

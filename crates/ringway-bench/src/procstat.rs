@@ -5,6 +5,10 @@
 //! these as fields 14 (`utime`) and 15 (`stime`) of `/proc/PID/stat`, in clock ticks.
 //! Field 2 (`comm`) is the executable name in parentheses and may itself contain spaces
 //! and parentheses, so the fields are counted from the *last* `)` on the line.
+//!
+//! On a VM the host can take a core away for a while; the guest kernel accounts that as
+//! *steal* time in `/proc/stat`. The harness records the steal of the two cores it uses
+//! during each measured window, so that a disturbed round can be told from a slow server.
 
 use std::fs;
 use std::io;
@@ -60,6 +64,27 @@ pub fn clock_ticks_per_second() -> u64 {
     }
 }
 
+/// Steal time (the 8th value, in clock ticks) of `cpuN` in the text of `/proc/stat`.
+pub fn parse_cpu_steal(proc_stat: &str, cpu: usize) -> Option<u64> {
+    let label = format!("cpu{cpu}");
+    let line = proc_stat
+        .lines()
+        .find(|l| l.split_ascii_whitespace().next() == Some(label.as_str()))?;
+    // cpuN user nice system idle iowait irq softirq steal ...
+    line.split_ascii_whitespace().nth(8)?.parse().ok()
+}
+
+/// Steal ticks of `cpu` so far, from `/proc/stat`.
+pub fn read_cpu_steal(cpu: usize) -> io::Result<u64> {
+    let text = fs::read_to_string("/proc/stat")?;
+    parse_cpu_steal(&text, cpu).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("no steal value for cpu{cpu} in /proc/stat"),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,6 +115,20 @@ mod tests {
             None,
             "a non-numeric utime is an error, not zero"
         );
+    }
+
+    #[test]
+    fn steal_of_a_given_cpu() {
+        // Captured from this machine's /proc/stat (first lines).
+        let text = "cpu  54728 0 16098 60440 14565 0 4389 759 0 0\n\
+                    cpu0 26763 0 7938 31517 6754 0 2251 346 0 0\n\
+                    cpu1 27965 0 8159 28923 7810 0 2137 412 0 0\n\
+                    intr 1234 0 0\n";
+        assert_eq!(parse_cpu_steal(text, 0), Some(346));
+        assert_eq!(parse_cpu_steal(text, 1), Some(412));
+        assert_eq!(parse_cpu_steal(text, 2), None);
+        assert_eq!(parse_cpu_steal("cpu1 1 2 3\n", 1), None, "too few columns");
+        assert!(read_cpu_steal(0).is_ok());
     }
 
     #[test]

@@ -41,7 +41,13 @@ pub struct RoundRecord {
     pub server_cpu_us_per_msg: f64,
     /// Client CPU time over wall time in the measured window.
     pub client_cpu_share: f64,
-    /// `ok` and the client had its core to itself (share at or above the threshold).
+    /// Server CPU time over wall time in the measured window.
+    pub server_cpu_share: f64,
+    /// Time the host took from the server's and the client's cores during the window
+    /// (steal, from `/proc/stat`), as a share of the window; `None` if unreadable.
+    pub steal_share: Option<f64>,
+    /// `ok`, and one side was saturated (client or server CPU share at or above the
+    /// threshold): otherwise the host starved both cores and the round is disturbed.
     pub clean: bool,
 }
 
@@ -158,6 +164,8 @@ mod tests {
             server_cpu_s: cpu * rate * 5.0 / 1e6,
             server_cpu_us_per_msg: cpu,
             client_cpu_share: if clean { 0.97 } else { 0.6 },
+            server_cpu_share: 0.5,
+            steal_share: Some(0.0),
             clean,
         }
     }

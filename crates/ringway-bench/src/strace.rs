@@ -124,6 +124,53 @@ mod tests {
 ------ ----------- ----------- --------- --------- ----------------
 100.00    0.004733         946         5         1 total";
 
+    /// Captured with strace 6.1 (`-c -f -p PID -o FILE`, detached by SIGINT) from
+    /// echo-tokio under 50 connections x 64 B for one second.
+    const TOKIO: &str = "\
+% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ----------------
+ 73.85    0.222051          20     11102           sendto
+ 24.71    0.074291           6     11103           recvfrom
+  1.22    0.003664          15       232           epoll_wait
+  0.10    0.000310           6        51         1 accept4
+  0.06    0.000192           3        50           epoll_ctl
+  0.05    0.000145           2        50           setsockopt
+  0.01    0.000033           5         6           brk
+------ ----------- ----------- --------- --------- ----------------
+100.00    0.300686          13     22594         1 total\n";
+
+    /// The same from echo-floor; io_uring_enter is almost all it calls.
+    const FLOOR: &str = "\
+% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ----------------
+ 99.97    0.474033         277      1707           io_uring_enter
+  0.03    0.000158           3        50           setsockopt
+------ ----------- ----------- --------- --------- ----------------
+100.00    0.474191         269      1757           total";
+
+    #[test]
+    fn parses_real_tokio_table() {
+        let t = parse_strace_summary(TOKIO).unwrap();
+        assert_eq!(t.total_calls, 22594);
+        assert_eq!(t.total_errors, 1);
+        assert_eq!(t.rows.len(), 7);
+        assert_eq!(t.calls("sendto"), 11102);
+        assert_eq!(t.calls("recvfrom"), 11103);
+        assert_eq!(t.calls("epoll_wait"), 232);
+        let accept = t.rows.iter().find(|r| r.name == "accept4").unwrap();
+        assert_eq!((accept.calls, accept.errors), (51, 1));
+        assert_eq!(t.rows.iter().map(|r| r.calls).sum::<u64>(), t.total_calls);
+    }
+
+    #[test]
+    fn parses_real_floor_table() {
+        let t = parse_strace_summary(FLOOR).unwrap();
+        assert_eq!(t.total_calls, 1757);
+        assert_eq!(t.calls("io_uring_enter"), 1707);
+        assert_eq!(t.calls("setsockopt"), 50);
+        assert_eq!(t.rows[0].seconds, 0.474033);
+    }
+
     #[test]
     fn parses_small_real_table() {
         let t = parse_strace_summary(SMALL).unwrap();

@@ -6,10 +6,15 @@
 //! from `/proc/PID/stat` when the client announces `measuring` (end of warm-up) and again
 //! after the client has exited; divided by the messages the client counted, that is the
 //! server's CPU per message, the number that separates servers when the client is the
-//! bottleneck. A round is clean only if the client had its core (CPU share >= 90%).
+//! bottleneck. A round is clean only if one side had its core: the client's CPU share
+//! (its own CPU time over the window) or the server's reached 90%. When both fall short
+//! the host starved the VM (the steal time of both cores, from `/proc/stat`, is recorded
+//! too). Checking the client alone would brand every round of a server slower than the
+//! client unclean, since the client then waits for it.
 //!
-//! `--syscalls` instead runs each peer once under `strace -c -f` and reports syscalls and
-//! `io_uring_enter` calls per message.
+//! `--syscalls` instead runs each peer once under `strace -c -f` (or, with
+//! `--syscall-tool perf`, `perf stat` on the syscall tracepoints, which does not slow the
+//! server down) and reports syscalls and `io_uring_enter` calls per message.
 //!
 //! Peers are the binaries next to this executable; a missing one is skipped with the
 //! command that builds it.
@@ -23,9 +28,10 @@ use clap::Parser;
 use serde::Serialize;
 
 use ringway_bench::peers::{self, Peer};
+use ringway_bench::perfstat::{counter, parse_perf_csv, SYSCALL_EVENTS};
 use ringway_bench::ports::pick_free_port;
 use ringway_bench::process::{send_signal, Event, Stream, WaitError, Watched};
-use ringway_bench::procstat::{clock_ticks_per_second, read_cpu_ticks};
+use ringway_bench::procstat::{clock_ticks_per_second, read_cpu_steal, read_cpu_ticks};
 use ringway_bench::report::{render_scenario, RoundRecord};
 use ringway_bench::scenario::{parse_scenarios, Scenario};
 use ringway_bench::strace::parse_strace_summary;
@@ -44,7 +50,7 @@ struct Args {
     /// Scenarios, comma-separated `CONNSxSIZE` (k = KiB).
     #[arg(long, default_value = "50x64,10x1k")]
     scenarios: String,
-    /// Measured seconds per round (in --syscalls mode: seconds under strace).
+    /// Measured seconds per round (in --syscalls mode: seconds under the tracer).
     #[arg(long, default_value_t = 5.0)]
     duration: f64,
     /// Warm-up seconds before each measured window.
@@ -59,15 +65,37 @@ struct Args {
     /// Core for the client.
     #[arg(long, default_value_t = 1)]
     client_cpu: usize,
-    /// Minimum client CPU share for a round to count as clean.
+    /// Minimum CPU share of the client or the server for a round to count as clean.
     #[arg(long, default_value_t = 0.9)]
     clean_share: f64,
     /// Write every raw round (and the syscall counts) to this JSON file.
     #[arg(long)]
     json: Option<PathBuf>,
-    /// Count the servers' syscalls with strace instead (50x64 load, one run per peer).
+    /// Count the servers' syscalls instead (50x64 load, one run per peer).
     #[arg(long)]
     syscalls: bool,
+    /// Tool for --syscalls: strace (per-syscall table, but it slows every syscall and so
+    /// inflates batching) or perf (tracepoint counts at full speed).
+    #[arg(long, value_enum, default_value = "strace")]
+    syscall_tool: SyscallTool,
+}
+
+/// How `--syscalls` counts.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum SyscallTool {
+    /// `strace -c -f -p PID`.
+    Strace,
+    /// `perf stat -e raw_syscalls:sys_enter,syscalls:sys_enter_io_uring_enter -p PID`.
+    Perf,
+}
+
+impl SyscallTool {
+    fn name(self) -> &'static str {
+        match self {
+            SyscallTool::Strace => "strace",
+            SyscallTool::Perf => "perf",
+        }
+    }
 }
 
 /// How long a server may take to say `listening on`.
@@ -96,9 +124,10 @@ fn start_server(peer: &Peer, cpu: usize) -> Result<Server, String> {
         let argv = peer.command(port);
         let mut proc = Watched::spawn(Some(cpu), &argv)
             .map_err(|e| format!("cannot start `{}`: {e}", argv.join(" ")))?;
+        // `contains`: the ringway CLI prints `ringway echo listening on ADDR (...)`.
         match proc.wait_for_line(
             Stream::Stdout,
-            |l| l.starts_with("listening on"),
+            |l| l.contains("listening on"),
             LISTEN_TIMEOUT,
         ) {
             Ok(_) => return Ok(Server { proc, port }),
@@ -213,6 +242,8 @@ fn failed(sc: Scenario, peer: &Peer, round: usize, why: String) -> RoundRecord {
         server_cpu_s: 0.0,
         server_cpu_us_per_msg: 0.0,
         client_cpu_share: 0.0,
+        server_cpu_share: 0.0,
+        steal_share: None,
         clean: false,
     }
 }
@@ -223,11 +254,16 @@ fn run_round(env: &Env, args: &Args, sc: Scenario, peer: &Peer, round: usize) ->
         Err(why) => return failed(sc, peer, round, why),
     };
     let pid = server.proc.pid();
+    let cores = [args.server_cpu, args.client_cpu];
+    let steal = || -> Option<u64> { cores.iter().map(|&c| read_cpu_steal(c).ok()).sum() };
     let mut before = None;
     let client = run_client(env, args, sc, server.port, args.warmup, || {
-        before = read_cpu_ticks(pid).ok();
+        before = read_cpu_ticks(pid)
+            .ok()
+            .map(|t| (t, Instant::now(), steal()));
     });
     let after = read_cpu_ticks(pid);
+    let (window_end, steal_end) = (Instant::now(), steal());
     let server_alive = matches!(server.proc.try_wait(), Ok(None));
     let server_tail = server.proc.stderr_tail();
     let _ = server.proc.stop(KILL_GRACE);
@@ -244,7 +280,7 @@ fn run_round(env: &Env, args: &Args, sc: Scenario, peer: &Peer, round: usize) ->
             format!("server died during the round; stderr: {server_tail}"),
         );
     }
-    let (Some(before), Ok(after)) = (before, after) else {
+    let (Some((before, window_start, steal_start)), Ok(after)) = (before, after) else {
         return failed(
             sc,
             peer,
@@ -252,8 +288,18 @@ fn run_round(env: &Env, args: &Args, sc: Scenario, peer: &Peer, round: usize) ->
             "could not read the server's /proc stat".into(),
         );
     };
+    // The server is charged from the client's `measuring` line until the client is gone.
+    let window = window_end
+        .duration_since(window_start)
+        .as_secs_f64()
+        .max(1e-9);
     let server_cpu_s = after.total().saturating_sub(before.total()) as f64 / env.hz;
-    let share = if res.duration_s > 0.0 {
+    let server_share = server_cpu_s / window;
+    let steal_share = match (steal_start, steal_end) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64 / env.hz / window),
+        _ => None,
+    };
+    let client_share = if res.duration_s > 0.0 {
         res.client_cpu_s / res.duration_s
     } else {
         0.0
@@ -283,28 +329,33 @@ fn run_round(env: &Env, args: &Args, sc: Scenario, peer: &Peer, round: usize) ->
         } else {
             0.0
         },
-        client_cpu_share: share,
-        clean: ok && share >= args.clean_share,
+        client_cpu_share: client_share,
+        server_cpu_share: server_share,
+        steal_share,
+        // One side saturated its core: the host did not starve both.
+        clean: ok && (client_share >= args.clean_share || server_share >= args.clean_share),
     }
 }
 
-/// Syscall counts of one peer under strace.
+/// Syscall counts of one peer under strace or perf.
 #[derive(Serialize)]
 struct SyscallRecord {
     peer: String,
+    tool: &'static str,
     ok: bool,
     error: Option<String>,
     messages: u64,
     total_syscalls: u64,
     syscalls_per_msg: f64,
     io_uring_enter_per_msg: f64,
-    /// (name, calls) for every syscall strace saw, most time first.
+    /// (name, calls) for every syscall strace saw, most calls first (empty with perf).
     calls: Vec<(String, u64)>,
 }
 
 fn run_syscalls(env: &Env, args: &Args, peer: &Peer) -> SyscallRecord {
     let fail = |why: String| SyscallRecord {
         peer: peer.name.clone(),
+        tool: args.syscall_tool.name(),
         ok: false,
         error: Some(why),
         messages: 0,
@@ -317,41 +368,69 @@ fn run_syscalls(env: &Env, args: &Args, peer: &Peer) -> SyscallRecord {
         Ok(s) => s,
         Err(why) => return fail(why),
     };
-    let pid = server.proc.pid();
+    let pid = server.proc.pid().to_string();
     let out = std::env::temp_dir().join(format!(
-        "echo-bench-strace-{}-{}.txt",
+        "echo-bench-{}-{}-{}.txt",
+        args.syscall_tool.name(),
         std::process::id(),
         peer.name
     ));
-    let argv: Vec<String> = [
-        "strace",
-        "-c",
-        "-f",
-        "-p",
-        &pid.to_string(),
-        "-o",
-        &out.display().to_string(),
-    ]
+    let out_arg = out.display().to_string();
+    let argv: Vec<String> = match args.syscall_tool {
+        SyscallTool::Strace => vec!["strace", "-c", "-f", "-p", &pid, "-o", &out_arg],
+        SyscallTool::Perf => vec![
+            "perf",
+            "stat",
+            "-x,",
+            "-e",
+            SYSCALL_EVENTS,
+            "-p",
+            &pid,
+            "-o",
+            &out_arg,
+        ],
+    }
+    .into_iter()
     .map(String::from)
-    .into();
-    let mut strace = match Watched::spawn(Some(args.client_cpu), &argv) {
+    .collect();
+    let mut tracer = match Watched::spawn(Some(args.client_cpu), &argv) {
         Ok(s) => s,
-        Err(e) => return fail(format!("cannot start strace: {e}")),
+        Err(e) => return fail(format!("cannot start {}: {e}", argv[0])),
     };
-    if let Err(e) = strace.wait_for_line(Stream::Stderr, |l| l.contains("attached"), LISTEN_TIMEOUT)
-    {
-        let tail = strace.stderr_tail();
-        let _ = strace.stop(KILL_GRACE);
-        return fail(format!("strace did not attach ({e:?}); stderr: {tail}"));
+    match args.syscall_tool {
+        SyscallTool::Strace => {
+            let attached =
+                tracer.wait_for_line(Stream::Stderr, |l| l.contains("attached"), LISTEN_TIMEOUT);
+            if let Err(e) = attached {
+                let tail = tracer.stderr_tail();
+                let _ = tracer.stop(KILL_GRACE);
+                return fail(format!("strace did not attach ({e:?}); stderr: {tail}"));
+            }
+        }
+        SyscallTool::Perf => {
+            // perf prints nothing when it has attached; the server is idle until the
+            // client connects, so giving it time to attach loses no syscall.
+            std::thread::sleep(Duration::from_millis(500));
+            if !matches!(tracer.try_wait(), Ok(None)) {
+                while tracer
+                    .next_event(Instant::now() + Duration::from_millis(200))
+                    .is_ok()
+                {}
+                return fail(format!(
+                    "perf exited at once; stderr: {}",
+                    tracer.stderr_tail()
+                ));
+            }
+        }
     }
     let sc = Scenario {
         conns: 50,
         size: 64,
     };
     let client = run_client(env, args, sc, server.port, 0.0, || {});
-    // Detach strace (SIGINT makes it write the table) before stopping the server.
-    let _ = send_signal(strace.pid(), libc::SIGINT);
-    let strace_status = strace.wait_timeout(Duration::from_secs(20));
+    // Detach the tracer (SIGINT makes it write its counts) before stopping the server.
+    let _ = send_signal(tracer.pid(), libc::SIGINT);
+    let tracer_status = tracer.wait_timeout(Duration::from_secs(20));
     let _ = server.proc.stop(KILL_GRACE);
     let text = fs::read_to_string(&out);
     let _ = fs::remove_file(&out);
@@ -365,31 +444,51 @@ fn run_syscalls(env: &Env, args: &Args, peer: &Peer) -> SyscallRecord {
             res.errors
         ));
     }
-    if !matches!(strace_status, Ok(Some(_))) {
-        let _ = strace.stop(KILL_GRACE);
-        return fail("strace did not exit after SIGINT".into());
+    if !matches!(tracer_status, Ok(Some(_))) {
+        let _ = tracer.stop(KILL_GRACE);
+        return fail(format!("{} did not exit after SIGINT", argv[0]));
     }
-    let table = match text
-        .map_err(|e| e.to_string())
-        .and_then(|t| parse_strace_summary(&t))
-    {
+    let text = match text {
         Ok(t) => t,
-        Err(e) => return fail(format!("strace output: {e}")),
+        Err(e) => return fail(format!("{} wrote no output: {e}", argv[0])),
     };
+    let (total, enters, mut calls) = match args.syscall_tool {
+        SyscallTool::Strace => match parse_strace_summary(&text) {
+            Ok(table) => {
+                let calls: Vec<(String, u64)> = table
+                    .rows
+                    .iter()
+                    .map(|r| (r.name.clone(), r.calls))
+                    .collect();
+                (table.total_calls, table.calls("io_uring_enter"), calls)
+            }
+            Err(e) => return fail(format!("strace output: {e}")),
+        },
+        SyscallTool::Perf => {
+            let counters = parse_perf_csv(&text);
+            let (Some(total), Some(enters)) = (
+                counter(&counters, "raw_syscalls:sys_enter"),
+                counter(&counters, "syscalls:sys_enter_io_uring_enter"),
+            ) else {
+                return fail(format!(
+                    "perf could not count the syscall tracepoints: {text:?}"
+                ));
+            };
+            (total, enters, Vec::new())
+        }
+    };
+    calls.sort_by_key(|c| std::cmp::Reverse(c.1));
     let per = |n: u64| n as f64 / res.messages.max(1) as f64;
     SyscallRecord {
         peer: peer.name.clone(),
+        tool: args.syscall_tool.name(),
         ok: true,
         error: None,
         messages: res.messages,
-        total_syscalls: table.total_calls,
-        syscalls_per_msg: per(table.total_calls),
-        io_uring_enter_per_msg: per(table.calls("io_uring_enter")),
-        calls: table
-            .rows
-            .iter()
-            .map(|r| (r.name.clone(), r.calls))
-            .collect(),
+        total_syscalls: total,
+        syscalls_per_msg: per(total),
+        io_uring_enter_per_msg: per(enters),
+        calls,
     }
 }
 
@@ -551,11 +650,15 @@ fn run_bench_mode(
                 let r = run_round(env, args, sc, peer, round);
                 let line = if r.ok {
                     format!(
-                        "  round {round} {:<14} {:>9} msgs/s  {:>6.2} µs/msg  client CPU {:>3.0}%{}\n",
+                        "  round {round} {:<14} {:>9} msgs/s  {:>6.2} µs/msg  CPU client {:>3.0}% server {:>3.0}%  steal {}{}\n",
                         peer.name,
                         fmt_rate(r.msgs_per_s),
                         r.server_cpu_us_per_msg,
                         r.client_cpu_share * 100.0,
+                        r.server_cpu_share * 100.0,
+                        r.steal_share
+                            .map(|s| format!("{:.1}%", s * 100.0))
+                            .unwrap_or_else(|| "?".into()),
                         if r.clean { "" } else { "  (unclean)" }
                     )
                 } else {
@@ -573,7 +676,7 @@ fn run_bench_mode(
         print!("{}", render_scenario(&rounds[first..], &names));
         if rounds[first..].iter().any(|r| !r.clean && r.ok) {
             println!(
-                "(* = no clean round; medians from unclean rounds. clean = client CPU >= {:.0}%)",
+                "(* = no clean round; medians from unclean rounds. clean = client or server CPU >= {:.0}% of the window)",
                 args.clean_share * 100.0
             );
         }
@@ -584,10 +687,19 @@ fn run_bench_mode(
 }
 
 fn run_syscall_mode(env: &Env, args: &Args, peers: &[Peer], out: &mut Vec<SyscallRecord>) {
-    println!(
-        "\n== syscalls: 50 conns x 64 B for {}s per peer under strace -c -f (rates are slowed by tracing)",
-        args.duration
-    );
+    match args.syscall_tool {
+        SyscallTool::Strace => println!(
+            "\n== syscalls: 50 conns x 64 B for {}s per peer under strace -c -f\n   \
+             (strace makes every syscall cost ~100x more: epoll servers slow down, io_uring \
+             servers batch more per io_uring_enter than at full speed; --syscall-tool perf \
+             counts without that distortion)",
+            args.duration
+        ),
+        SyscallTool::Perf => println!(
+            "\n== syscalls: 50 conns x 64 B for {}s per peer, counted by perf stat -e {SYSCALL_EVENTS}",
+            args.duration
+        ),
+    }
     for peer in peers {
         let r = run_syscalls(env, args, peer);
         if let Some(e) = &r.error {
@@ -601,12 +713,15 @@ fn run_syscall_mode(env: &Env, args: &Args, peers: &[Peer], out: &mut Vec<Syscal
         .iter()
         .filter(|r| r.ok)
         .map(|r| {
-            let top: Vec<String> = r
+            let mut top: Vec<String> = r
                 .calls
                 .iter()
                 .take(4)
                 .map(|(name, n)| format!("{name} {:.2}", *n as f64 / r.messages.max(1) as f64))
                 .collect();
+            if top.is_empty() {
+                top.push("(not broken down by perf)".into());
+            }
             vec![
                 r.peer.clone(),
                 r.messages.to_string(),

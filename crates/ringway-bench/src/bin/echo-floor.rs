@@ -18,6 +18,9 @@
 //! Per-connection state lives in a `Vec` indexed by file descriptor. A connection's fd
 //! is closed only once nothing is in flight for it, so a recycled fd number can never
 //! receive a completion meant for its predecessor.
+//!
+//! `--setup coop|plain` builds the ring with `COOP_TASKRUN | TASKRUN_FLAG` or with no
+//! flags, only to measure what the setup flags are worth; the floor itself is `defer`.
 
 use std::collections::VecDeque;
 use std::io::{self, Write};

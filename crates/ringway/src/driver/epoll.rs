@@ -59,6 +59,12 @@ struct FdState {
     registered: bool,
     readable: bool,
     writable: bool,
+    /// The peer closed its side (RDHUP/HUP/ERR was reported). Sticky: the edge that told
+    /// us is gone, so a short read must not clear `readable` once this is set, or the
+    /// read that would return end of stream parks forever.
+    read_closed: bool,
+    /// HUP/ERR: writes fail at once from now on.
+    write_closed: bool,
     readers: VecDeque<OpId>,
     writers: VecDeque<OpId>,
 }
@@ -69,6 +75,8 @@ impl FdState {
             registered: false,
             readable: true,
             writable: true,
+            read_closed: false,
+            write_closed: false,
             readers: VecDeque::new(),
             writers: VecDeque::new(),
         }
@@ -255,8 +263,8 @@ impl Epoll {
     fn set_ready(&mut self, fd: RawFd, dir: Dir, ready: bool) {
         let st = self.state(fd);
         match dir {
-            Dir::Read => st.readable = ready,
-            _ => st.writable = ready,
+            Dir::Read => st.readable = ready || st.read_closed,
+            _ => st.writable = ready || st.write_closed,
         }
     }
 
@@ -354,6 +362,15 @@ impl Epoll {
             let readable =
                 bits & (libc::EPOLLIN | libc::EPOLLHUP | libc::EPOLLERR | libc::EPOLLRDHUP) != 0;
             let writable = bits & (libc::EPOLLOUT | libc::EPOLLHUP | libc::EPOLLERR) != 0;
+            {
+                let st = self.state(fd);
+                if bits & (libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) != 0 {
+                    st.read_closed = true;
+                }
+                if bits & (libc::EPOLLHUP | libc::EPOLLERR) != 0 {
+                    st.write_closed = true;
+                }
+            }
             if readable {
                 self.set_ready(fd, Dir::Read, true);
                 self.run_queue(ctx, fd, Dir::Read);

@@ -100,6 +100,12 @@ pub struct DriverConfig {
     /// Use a kernel submission thread polling the ring, idling after this long. Burns a
     /// core; off by default.
     pub sqpoll_idle: Option<Duration>,
+    /// io_uring: sends of at least this many bytes use `SEND_ZC`; `None` never does.
+    /// Off by default: on loopback (the only network this project can measure on) the
+    /// receiver copies the pages anyway and zero-copy lost at every size measured (see
+    /// the `send_zc` group of `benches/overheads.rs` and the README). Turn it on for
+    /// real NICs with a threshold you have measured there.
+    pub send_zc_min: Option<usize>,
 }
 
 impl Default for DriverConfig {
@@ -110,6 +116,7 @@ impl Default for DriverConfig {
             pool_buffers: 1024,
             pool_buf_size: 4096,
             sqpoll_idle: None,
+            send_zc_min: None,
         }
     }
 }

@@ -352,6 +352,8 @@ pub(crate) struct Slot {
     pub starved: bool,
     /// epoll: a non-blocking connect is under way.
     pub connecting: bool,
+    /// io_uring: the socket refused SEND_ZC; use a plain send.
+    pub plain_send: bool,
     /// epoll: when the operation's timeout fires.
     pub deadline: Option<std::time::Instant>,
     pub scratch: Scratch,
@@ -399,6 +401,7 @@ impl OpTable {
         slot.starved = false;
         slot.connecting = false;
         slot.deadline = None;
+        slot.plain_send = false;
         let gen = slot.gen;
         self.live += 1;
         OpId { index, gen }
@@ -420,6 +423,7 @@ impl OpTable {
                 starved: false,
                 connecting: false,
                 deadline: None,
+                plain_send: false,
                 scratch: Scratch {
                     addr: RawAddr::empty(),
                     // SAFETY: msghdr and iovec are plain old data; zeroes are valid.

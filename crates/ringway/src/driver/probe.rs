@@ -91,7 +91,7 @@ pub(crate) fn build_uring(
         };
         match try_rung(cfg, rung) {
             Ok((ring, pool)) => {
-                let uring = Box::new(Uring::new(ring, waker.raw_fd()));
+                let uring = Box::new(Uring::new(ring, waker.raw_fd(), cfg.send_zc_min));
                 return Ok((uring, pool, rung.flags.to_vec()));
             }
             Err((stage, e)) => {

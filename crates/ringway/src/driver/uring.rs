@@ -31,11 +31,6 @@ pub(crate) const BGID: u16 = 0;
 /// private).
 const ENTER_GETEVENTS: u32 = 1;
 
-/// Sends of at least this many bytes use `SEND_ZC`. Measured on this kernel over
-/// loopback (see `benches/overheads.rs`, `send_zc`): zero-copy only pays once the copy it
-/// saves outweighs the page pinning and the extra notification CQE.
-pub(crate) const SEND_ZC_MIN: usize = 64 * 1024;
-
 pub(crate) struct Uring {
     ring: IoUring,
     wake_fd: RawFd,
@@ -43,15 +38,18 @@ pub(crate) struct Uring {
     wake_buf: Box<u64>,
     /// Multishot receives parked on an empty pool.
     starved: Vec<OpId>,
+    /// Sends of at least this many bytes use SEND_ZC (see `DriverConfig::send_zc_min`).
+    send_zc_min: usize,
 }
 
 impl Uring {
-    pub(crate) fn new(ring: IoUring, wake_fd: RawFd) -> Self {
+    pub(crate) fn new(ring: IoUring, wake_fd: RawFd, send_zc_min: Option<usize>) -> Self {
         let mut u = Uring {
             ring,
             wake_fd,
             wake_buf: Box::new(0),
             starved: Vec::new(),
+            send_zc_min: send_zc_min.unwrap_or(usize::MAX),
         };
         u.arm_wake();
         u
@@ -83,6 +81,7 @@ impl Uring {
 
     pub(crate) fn start(&mut self, ctx: &mut Ctx<'_>, id: OpId) {
         let bgid = BGID;
+        let send_zc_min = self.send_zc_min;
         let buf_size = ctx.pool.buf_size() as u32;
         let slot = ctx.table.get_mut(id).expect("start of a live op");
         slot.starved = false;
@@ -119,7 +118,7 @@ impl Uring {
                 .buf_group(bgid)
                 .build()
                 .flags(squeue::Flags::BUFFER_SELECT),
-            Op::Send { fd, buf, len } if len as usize >= SEND_ZC_MIN => {
+            Op::Send { fd, buf, len } if len as usize >= send_zc_min && !slot.plain_send => {
                 opcode::SendZc::new(types::Fd(fd), buf, len)
                     .flags(libc::MSG_NOSIGNAL)
                     .build()
@@ -354,6 +353,12 @@ impl Uring {
         // A zero-copy send: the first CQE carries the result (with MORE), the notification
         // (NOTIF, without MORE) says the kernel let go of the buffer.
         if cqueue::notif(flags) {
+            if slot.plain_send && slot.life == Life::Active && !slot.done && slot.queue.is_empty() {
+                // The zero-copy attempt was refused (below); the kernel is done with it,
+                // so send the bytes the ordinary way.
+                self.start(ctx, id);
+                return;
+            }
             match (slot.life, &mut slot.notify) {
                 (Life::Detached, _) => ctx.table.release(id),
                 (_, super::Notify::Token(_)) => ctx.deliver(id, Completion::new(0), true),
@@ -366,9 +371,28 @@ impl Uring {
             }
             return;
         }
-        if matches!(slot.op, Op::Send { .. }) && more {
-            ctx.deliver(id, c, false);
-            return;
+        if let Op::Send { len, .. } = slot.op {
+            let zc_refused = result == -libc::EOPNOTSUPP
+                && len as usize >= self.send_zc_min
+                && !slot.plain_send
+                && slot.life == Life::Active
+                && !slot.cancel_requested;
+            if more {
+                if zc_refused {
+                    // Retried as a plain send once the notification says it is over.
+                    slot.plain_send = true;
+                } else {
+                    ctx.deliver(id, c, false);
+                }
+                return;
+            }
+            // SEND_ZC is refused by sockets without zero-copy support (Unix sockets):
+            // send the same bytes the ordinary way. Nothing was sent by the refused op.
+            if zc_refused {
+                slot.plain_send = true;
+                self.start(ctx, id);
+                return;
+            }
         }
         if result >= 0 {
             match slot.op {

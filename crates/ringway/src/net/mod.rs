@@ -10,7 +10,7 @@ mod udp;
 mod unix;
 
 pub use socket::{ReadFuture, RecvStream, WriteFuture};
-pub use tcp::{Incoming, ListenOptions, TcpListener, TcpStream};
+pub use tcp::{Incoming, ListenOptions, OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream};
 pub use udp::UdpSocket;
 pub use unix::{UnixListener, UnixStream};
 

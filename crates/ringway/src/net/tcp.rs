@@ -4,6 +4,7 @@
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -241,6 +242,16 @@ impl TcpStream {
         self.socket.recv_multishot()
     }
 
+    /// Splits into a read half and a write half that can live in different tasks (of
+    /// the same core). The socket closes when both are dropped.
+    pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        let s = Rc::new(self.socket);
+        (
+            OwnedReadHalf { socket: s.clone() },
+            OwnedWriteHalf { socket: s },
+        )
+    }
+
     /// `TCP_NODELAY`.
     pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
         self.socket
@@ -280,5 +291,46 @@ impl TcpStream {
 impl AsRawFd for TcpStream {
     fn as_raw_fd(&self) -> RawFd {
         self.socket.fd()
+    }
+}
+
+/// The reading half of [`TcpStream::into_split`].
+#[derive(Debug)]
+pub struct OwnedReadHalf {
+    socket: Rc<Socket>,
+}
+
+impl OwnedReadHalf {
+    /// Reads into `buf`; `Ok(0)` at end of stream.
+    pub fn read<B: IoBufMut + Unpin>(&mut self, buf: B) -> ReadFuture<B> {
+        self.socket.read(buf)
+    }
+
+    /// A multishot receive: see [`RecvStream`].
+    pub fn recv_multishot(&mut self) -> RecvStream {
+        self.socket.recv_multishot()
+    }
+}
+
+/// The writing half of [`TcpStream::into_split`]. Only one exists, so sends stay ordered.
+#[derive(Debug)]
+pub struct OwnedWriteHalf {
+    socket: Rc<Socket>,
+}
+
+impl OwnedWriteHalf {
+    /// Writes some of `buf`.
+    pub fn write<B: IoBuf + Unpin>(&mut self, buf: B) -> WriteFuture<B> {
+        self.socket.write(buf)
+    }
+
+    /// Writes all of `buf`.
+    pub async fn write_all<B: IoBuf + Unpin>(&mut self, buf: B) -> (io::Result<()>, B) {
+        self.socket.write_all(buf).await
+    }
+
+    /// Shuts down the write direction (the peer reads end of stream).
+    pub fn shutdown(&self) -> io::Result<()> {
+        self.socket.shutdown(std::net::Shutdown::Write)
     }
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 use super::socket::{ReadFuture, RecvStream, Socket, WriteFuture};
 use crate::buf::{IoBuf, IoBufMut};
 use crate::driver::RawAddr;
-use crate::io::ops::Accept;
+use crate::io::ops::{Accept, WriteVectored};
 use crate::io::OpFuture;
 
 /// A Unix stream listener. The socket file is not removed on drop (as with std).
@@ -107,6 +107,11 @@ impl UnixStream {
     /// Writes all of `buf`.
     pub async fn write_all<B: IoBuf + Unpin>(&mut self, buf: B) -> (io::Result<()>, B) {
         self.socket.write_all(buf).await
+    }
+
+    /// Writes several buffers in one `sendmsg`.
+    pub fn write_vectored<B: IoBuf + Unpin>(&mut self, bufs: Vec<B>) -> OpFuture<WriteVectored<B>> {
+        self.socket.write_vectored(bufs)
     }
 
     /// A multishot receive into pool buffers.

@@ -94,6 +94,13 @@ impl Builder {
         self
     }
 
+    /// io_uring: use `SEND_ZC` for sends of at least `min` bytes (`None`: never, the
+    /// default). See [`DriverConfig::send_zc_min`].
+    pub fn send_zc(&mut self, min: Option<usize>) -> &mut Self {
+        self.driver.send_zc_min = min;
+        self
+    }
+
     /// Name of worker threads.
     pub fn thread_name(&mut self, name: impl Into<String>) -> &mut Self {
         self.name = name.into();

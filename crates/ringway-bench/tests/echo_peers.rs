@@ -1,0 +1,174 @@
+//! End-to-end checks of the benchmark's own programs: each echo server echoes exactly
+//! what it receives, in order, under the real client and under a large burst that forces
+//! queued and partial sends (and, for the floor, an empty buffer ring); and the harness
+//! runs a peer and records a round.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::Duration;
+
+/// A server started on port 0, killed when dropped.
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(exe: &str, extra: &[&str]) -> Server {
+    let mut child = Command::new(exe)
+        .args(["--bind", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    Server { child, addr }
+}
+
+fn client(addr: &str, conns: usize, size: usize) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_echo-client"))
+        .args([
+            "--addr",
+            addr,
+            "--conns",
+            &conns.to_string(),
+            "--size",
+            &size.to_string(),
+        ])
+        .args(["--duration", "0.3", "--warmup", "0.1", "--json"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "client failed: {stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// Writes `len` bytes of a non-repeating-looking pattern while another thread reads the
+/// echo back, and checks every byte, in order.
+fn burst(addr: &str, len: usize) {
+    let data: Vec<u8> = (0..len)
+        .map(|i| (i % 251) as u8 ^ (i >> 12) as u8)
+        .collect();
+    let mut w = TcpStream::connect(addr).unwrap();
+    let mut r = w.try_clone().unwrap();
+    r.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let expected = data.clone();
+    let reader = thread::spawn(move || {
+        // Start late, so that the server's sends stall and (in the floor) the provided
+        // buffers run out: receives must then resume without losing or reordering bytes.
+        thread::sleep(Duration::from_millis(500));
+        let mut got = vec![0u8; expected.len()];
+        r.read_exact(&mut got).unwrap();
+        let first_bad = got.iter().zip(&expected).position(|(a, b)| a != b);
+        assert_eq!(first_bad, None, "echo differs from what was sent");
+    });
+    // Several writes of odd sizes, so that the server sees many receives.
+    for chunk in data.chunks(100_003) {
+        w.write_all(chunk).unwrap();
+    }
+    reader.join().unwrap();
+}
+
+fn check_server(exe: &str, extra: &[&str]) {
+    let server = start(exe, extra);
+    let small = client(&server.addr, 20, 64);
+    assert!(small.contains("\"errors\":0"), "{small}");
+    // Larger than one 16 KiB buffer: every message spans several receives.
+    let large = client(&server.addr, 4, 40_000);
+    assert!(large.contains("\"errors\":0"), "{large}");
+    // 24 MiB in flight against 8 MiB of provided buffers in the floor.
+    burst(&server.addr, 24 << 20);
+}
+
+#[test]
+fn floor_echoes_in_order() {
+    check_server(env!("CARGO_BIN_EXE_echo-floor"), &[]);
+}
+
+#[test]
+fn tokio_echoes_in_order() {
+    check_server(env!("CARGO_BIN_EXE_echo-tokio"), &[]);
+}
+
+#[test]
+fn monoio_echoes_in_order() {
+    check_server(env!("CARGO_BIN_EXE_echo-monoio"), &[]);
+    check_server(env!("CARGO_BIN_EXE_echo-monoio"), &["--coop-taskrun"]);
+}
+
+#[test]
+fn client_reports_connect_failure() {
+    // Bind and drop: nothing listens on this port afterwards.
+    let port = ringway_bench::ports::pick_free_port().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_echo-client"))
+        .args(["--addr", &format!("127.0.0.1:{port}"), "--duration", "0.1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("connect to"));
+}
+
+#[test]
+fn harness_records_a_round_and_skips_missing_peers() {
+    let json = std::env::temp_dir().join(format!("echo-bench-test-{}.json", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_echo-bench"))
+        .args([
+            "--peers",
+            "floor,ringway-uring",
+            "--scenarios",
+            "4x64",
+            "--rounds",
+            "1",
+        ])
+        .args(["--duration", "0.5", "--warmup", "0.2", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+    let rounds = report["rounds"].as_array().unwrap();
+    let floor: Vec<_> = rounds.iter().filter(|r| r["peer"] == "floor").collect();
+    assert_eq!(floor.len(), 1);
+    assert_eq!(floor[0]["ok"], true, "{}", floor[0]);
+    assert!(floor[0]["messages"].as_u64().unwrap() > 0);
+    assert!(floor[0]["server_cpu_s"].as_f64().unwrap() >= 0.0);
+    // The ringway CLI may or may not be built next to the test binaries: either it has
+    // a round or it was skipped with the build hint, never both, never neither.
+    let ran = rounds.iter().any(|r| r["peer"] == "ringway-uring");
+    let skipped = report["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), usize::from(!ran), "{report}");
+    for s in skipped {
+        assert_eq!(s["peer"], "ringway-uring");
+        assert!(s["reason"]
+            .as_str()
+            .unwrap()
+            .contains("cargo build --release -p ringway-cli"));
+    }
+}
