@@ -457,7 +457,7 @@ fn attempt(slot: &mut super::op::Slot, pool: &crate::buf::BufferPool) -> Attempt
                 }
                 let mut c = Completion::new(r);
                 if r >= 0 {
-                    c.addr = Some(addr);
+                    c.addr = addr.to_socket_addr();
                 }
                 Attempt::Done { c, drained: false }
             }
@@ -476,9 +476,9 @@ fn attempt(slot: &mut super::op::Slot, pool: &crate::buf::BufferPool) -> Attempt
                     drained: false,
                 }
             }
-            Op::Connect { fd, addr } => {
+            Op::Connect { fd, .. } => {
                 if !slot.connecting {
-                    let (p, l) = addr.as_ptr();
+                    let (p, l) = slot.scratch.addr.as_ptr();
                     let r = res(libc::connect(fd, p, l) as isize);
                     if r == -libc::EINPROGRESS || blocked(r) {
                         slot.connecting = true;
@@ -552,7 +552,7 @@ fn attempt(slot: &mut super::op::Slot, pool: &crate::buf::BufferPool) -> Attempt
                 }
                 let mut c = Completion::new(r);
                 if r >= 0 {
-                    c.addr = Some(addr);
+                    c.addr = addr.to_socket_addr();
                 }
                 Attempt::Done { c, drained: false }
             }
@@ -580,8 +580,8 @@ fn attempt(slot: &mut super::op::Slot, pool: &crate::buf::BufferPool) -> Attempt
                     drained: r >= 0 && (r as usize) < total,
                 }
             }
-            Op::SendTo { fd, buf, len, addr } => {
-                let (p, l) = addr.as_ptr();
+            Op::SendTo { fd, buf, len, .. } => {
+                let (p, l) = slot.scratch.addr.as_ptr();
                 let r = res(libc::sendto(
                     fd,
                     buf.cast(),

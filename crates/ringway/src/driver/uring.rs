@@ -40,6 +40,8 @@ pub(crate) struct Uring {
     starved: Vec<OpId>,
     /// Sends of at least this many bytes use SEND_ZC (see `DriverConfig::send_zc_min`).
     send_zc_min: usize,
+    /// CQEs copied out of the completion queue, so dispatching them may submit.
+    cqes: Vec<(u64, i32, u32)>,
 }
 
 impl Uring {
@@ -50,6 +52,7 @@ impl Uring {
             wake_buf: Box::new(0),
             starved: Vec::new(),
             send_zc_min: send_zc_min.unwrap_or(usize::MAX),
+            cqes: Vec::with_capacity(256),
         };
         u.arm_wake();
         u
@@ -101,8 +104,7 @@ impl Uring {
             Op::AcceptMulti { fd } => opcode::AcceptMulti::new(types::Fd(fd))
                 .flags(libc::SOCK_CLOEXEC)
                 .build(),
-            Op::Connect { fd, addr } => {
-                sc.addr = addr;
+            Op::Connect { fd, .. } => {
                 let (p, l) = sc.addr.as_ptr();
                 opcode::Connect::new(types::Fd(fd), p, l).build()
             }
@@ -149,8 +151,7 @@ impl Uring {
                 sc.msg.msg_iovlen = 1;
                 opcode::RecvMsg::new(types::Fd(fd), &mut sc.msg).build()
             }
-            Op::SendTo { fd, buf, len, addr } => {
-                sc.addr = addr;
+            Op::SendTo { fd, buf, len, .. } => {
                 sc.iov = libc::iovec {
                     iov_base: buf as *mut libc::c_void,
                     iov_len: len as usize,
@@ -304,25 +305,25 @@ impl Uring {
     fn reap(&mut self, ctx: &mut Ctx<'_>) -> usize {
         let mut n = 0;
         loop {
-            // Copy out a batch so the completion queue borrow ends before re-arming.
-            let mut batch: [Option<(u64, i32, u32)>; 64] = [None; 64];
-            let mut got = 0;
-            {
-                let mut cq = self.ring.completion();
-                cq.sync();
-                for cqe in cq.by_ref().take(64) {
-                    batch[got] = Some((cqe.user_data(), cqe.result(), cqe.flags()));
-                    got += 1;
-                }
-            }
-            if got == 0 {
+            // Copy a batch out so the completion queue's borrow ends before dispatching
+            // (which may re-arm, i.e. submit).
+            let mut cqes = std::mem::take(&mut self.cqes);
+            cqes.extend(
+                self.ring
+                    .completion()
+                    .map(|c| (c.user_data(), c.result(), c.flags())),
+            );
+            if cqes.is_empty() {
+                self.cqes = cqes;
                 break;
             }
-            n += got;
-            ctx.stats.completions += got as u64;
-            for item in batch.iter().take(got).flatten() {
-                self.dispatch(ctx, item.0, item.1, item.2);
+            n += cqes.len();
+            ctx.stats.completions += cqes.len() as u64;
+            for &(ud, res, flags) in &cqes {
+                self.dispatch(ctx, ud, res, flags);
             }
+            cqes.clear();
+            self.cqes = cqes;
         }
         n
     }
@@ -396,11 +397,8 @@ impl Uring {
         }
         if result >= 0 {
             match slot.op {
-                Op::Accept { .. } => c.addr = Some(slot.scratch.addr),
-                Op::RecvFrom { .. } => {
-                    let mut a = slot.scratch.addr;
-                    a.len = slot.scratch.msg.msg_namelen;
-                    c.addr = Some(a);
+                Op::Accept { .. } | Op::RecvFrom { .. } => {
+                    c.addr = slot.scratch.addr.to_socket_addr();
                 }
                 _ => {}
             }

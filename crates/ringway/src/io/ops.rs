@@ -124,7 +124,6 @@ impl<B: IoBufMut + Unpin> Operation for RecvFrom<B> {
             unsafe { self.buf.set_init(n) };
             let addr = c
                 .addr
-                .and_then(|a| a.to_socket_addr())
                 .ok_or_else(|| io::Error::other("datagram without an IP source address"))?;
             Ok((n, addr))
         });
@@ -146,7 +145,7 @@ impl<B: IoBuf + Unpin> Operation for SendTo<B> {
             fd: self.fd,
             buf: self.buf.stable_ptr(),
             len: self.buf.bytes_init().min(u32::MAX as usize) as u32,
-            addr: self.addr,
+            addr: &self.addr,
         }
     }
     fn complete(self, c: Completion) -> Self::Output {
@@ -160,7 +159,7 @@ pub struct Accept {
 }
 
 impl Operation for Accept {
-    type Output = io::Result<(OwnedFd, RawAddr)>;
+    type Output = io::Result<(OwnedFd, Option<SocketAddr>)>;
     fn op(&mut self) -> Op {
         Op::Accept { fd: self.fd }
     }
@@ -168,7 +167,7 @@ impl Operation for Accept {
         let fd = result(&c)?;
         // SAFETY: the kernel just created this fd for us.
         let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
-        Ok((fd, c.addr.unwrap_or_else(RawAddr::empty)))
+        Ok((fd, c.addr))
     }
 }
 
@@ -184,7 +183,7 @@ impl Operation for Connect {
     fn op(&mut self) -> Op {
         Op::Connect {
             fd: self.fd,
-            addr: self.addr,
+            addr: &self.addr,
         }
     }
     fn timeout(&self) -> Option<Duration> {

@@ -96,7 +96,7 @@ impl TcpListener {
         let stream = TcpStream {
             socket: Socket::from_fd(fd),
         };
-        let addr = match addr.to_socket_addr() {
+        let addr = match addr {
             Some(a) => a,
             None => stream.peer_addr()?,
         };
