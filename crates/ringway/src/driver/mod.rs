@@ -239,7 +239,6 @@ impl DriverWaker {
 pub(crate) struct Ctx<'a> {
     pub table: &'a mut OpTable,
     pub pool: &'a BufferPool,
-    pub wakers: &'a mut Vec<Waker>,
     pub sink: Option<&'a mut dyn FnMut(u64, Completion, bool)>,
     pub deferred: &'a mut Vec<(u64, Completion, bool)>,
     pub stats: &'a mut DriverStats,
@@ -271,8 +270,10 @@ impl Ctx<'_> {
                 match &mut slot.notify {
                     Notify::Waker(w) => {
                         slot.queue.push_back(c);
-                        if let Some(w) = w.take() {
-                            self.wakers.push(w);
+                        // Woken in place and kept registered: a task's waker is the same
+                        // on every poll, so the next registration costs nothing.
+                        if let Some(w) = w {
+                            w.wake_by_ref();
                         }
                     }
                     Notify::Token(t) => {
@@ -311,7 +312,6 @@ pub struct Driver {
     pool: BufferPool,
     info: BackendInfo,
     waker: DriverWaker,
-    wakers: Vec<Waker>,
     deferred: Vec<(u64, Completion, bool)>,
     stats: DriverStats,
 }
@@ -366,7 +366,6 @@ impl Driver {
             pool,
             info,
             waker,
-            wakers: Vec::new(),
             deferred: Vec::new(),
             stats: DriverStats::default(),
         }
@@ -425,24 +424,22 @@ impl Driver {
         let mut ctx = Ctx {
             table: &mut self.table,
             pool: &self.pool,
-            wakers: &mut self.wakers,
             sink: None,
             deferred: &mut self.deferred,
             stats: &mut self.stats,
         };
         match &mut self.imp {
-            Imp::Uring(u) => u.cancel(id),
+            Imp::Uring(u) => u.cancel(&mut ctx, id),
             Imp::Epoll(e) => e.cancel(&mut ctx, id),
         }
-        self.wake_collected();
     }
 
     /// Submits what is queued and waits up to `timeout` (`None`: until something
     /// completes or [`DriverWaker::wake`] is called) for completions, which go to `sink`
     /// as `(token, completion, last)`. One `io_uring_enter` or `epoll_wait` per call.
     ///
-    /// Wakers of executor-face operations are woken here; they must not call back into
-    /// this driver.
+    /// Wakers of executor-face operations are woken here, while the driver is borrowed:
+    /// a waker must only schedule its task, never call back into this driver.
     pub fn turn(
         &mut self,
         timeout: Option<Duration>,
@@ -460,7 +457,6 @@ impl Driver {
         let mut ctx = Ctx {
             table: &mut self.table,
             pool: &self.pool,
-            wakers: &mut self.wakers,
             sink: Some(sink),
             deferred: &mut self.deferred,
             stats: &mut self.stats,
@@ -469,14 +465,7 @@ impl Driver {
             Imp::Uring(u) => u.turn(&mut ctx, timeout),
             Imp::Epoll(e) => e.turn(&mut ctx, timeout),
         };
-        self.wake_collected();
         res
-    }
-
-    fn wake_collected(&mut self) {
-        for w in self.wakers.drain(..) {
-            w.wake();
-        }
     }
 
     /// Call before closing `fd` yourself: the epoll backend forgets its registration (a
@@ -487,13 +476,11 @@ impl Driver {
             let mut ctx = Ctx {
                 table: &mut self.table,
                 pool: &self.pool,
-                wakers: &mut self.wakers,
                 sink: None,
                 deferred: &mut self.deferred,
                 stats: &mut self.stats,
             };
             e.forget_fd(&mut ctx, fd);
-            self.wake_collected();
         }
     }
 
@@ -536,7 +523,6 @@ impl Driver {
         let mut ctx = Ctx {
             table: &mut self.table,
             pool: &self.pool,
-            wakers: &mut self.wakers,
             sink: None,
             deferred: &mut self.deferred,
             stats: &mut self.stats,
@@ -545,7 +531,6 @@ impl Driver {
             Imp::Uring(u) => u.start(&mut ctx, id),
             Imp::Epoll(e) => e.start(&mut ctx, id),
         }
-        self.wake_collected();
     }
 
     /// Polls a single-shot operation: ready with its completion once the final CQE is in

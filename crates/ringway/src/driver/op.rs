@@ -494,7 +494,11 @@ mod tests {
     /// small (a sockaddr_storage inside either cost ~120 ns per echoed message).
     #[test]
     fn ops_and_completions_stay_small() {
-        assert!(std::mem::size_of::<Op>() <= 32, "Op is {} bytes", std::mem::size_of::<Op>());
+        assert!(
+            std::mem::size_of::<Op>() <= 32,
+            "Op is {} bytes",
+            std::mem::size_of::<Op>()
+        );
         assert!(
             std::mem::size_of::<Completion>() <= 72,
             "Completion is {} bytes",
@@ -514,7 +518,10 @@ mod tests {
 
     #[test]
     fn user_data_round_trips_and_slots_reuse_with_new_generations() {
-        let id = OpId { index: 7, gen: 0xdead };
+        let id = OpId {
+            index: 7,
+            gen: 0xdead,
+        };
         assert_eq!(OpId::from_user_data(id.to_user_data()), id);
         let mut t = OpTable::new();
         let a = t.insert(Op::Nop, Notify::Token(1), None);
@@ -522,7 +529,10 @@ mod tests {
         let b = t.insert(Op::Nop, Notify::Token(2), None);
         assert_eq!(a.index, b.index, "slot reused");
         assert_ne!(a.gen, b.gen, "with a new generation");
-        assert!(t.get_mut(a).is_none(), "the stale id no longer reaches the slot");
+        assert!(
+            t.get_mut(a).is_none(),
+            "the stale id no longer reaches the slot"
+        );
         assert!(t.get_mut(b).is_some());
         assert_eq!(t.live(), 1);
     }

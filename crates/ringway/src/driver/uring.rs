@@ -38,6 +38,13 @@ pub(crate) struct Uring {
     wake_buf: Box<u64>,
     /// Multishot receives parked on an empty pool.
     starved: Vec<OpId>,
+    /// Operations started since the last enter. Their SQEs are built and pushed just
+    /// before the enter, so that one cancelled in between never reaches the kernel:
+    /// once in the SQ it would run in the same batch as (and ahead of) its
+    /// `ASYNC_CANCEL`, and an accept or receive dropped right after its first poll would
+    /// take a connection or bytes from the backlog that the next operation on the
+    /// socket should get (the driver can only close or discard them).
+    unsubmitted: Vec<OpId>,
     /// Sends of at least this many bytes use SEND_ZC (see `DriverConfig::send_zc_min`).
     send_zc_min: usize,
     /// CQEs copied out of the completion queue, so dispatching them may submit.
@@ -51,6 +58,7 @@ impl Uring {
             wake_fd,
             wake_buf: Box::new(0),
             starved: Vec::new(),
+            unsubmitted: Vec::new(),
             send_zc_min: send_zc_min.unwrap_or(usize::MAX),
             cqes: Vec::with_capacity(256),
         };
@@ -82,7 +90,27 @@ impl Uring {
         }
     }
 
+    /// Starts `id`: its SQE goes to the kernel with the next enter (see `unsubmitted`).
     pub(crate) fn start(&mut self, ctx: &mut Ctx<'_>, id: OpId) {
+        if let Some(slot) = ctx.table.get_mut(id) {
+            slot.starved = false;
+            self.unsubmitted.push(id);
+        }
+    }
+
+    /// Pushes the SQEs of the operations started since the last enter.
+    fn push_unsubmitted(&mut self, ctx: &mut Ctx<'_>) {
+        // By index: `push_op` never adds to the list, and the Vec keeps its capacity.
+        for i in 0..self.unsubmitted.len() {
+            let id = self.unsubmitted[i];
+            if ctx.table.get_mut(id).is_some_and(|s| !s.done) {
+                self.push_op(ctx, id);
+            }
+        }
+        self.unsubmitted.clear();
+    }
+
+    fn push_op(&mut self, ctx: &mut Ctx<'_>, id: OpId) {
         let bgid = BGID;
         let send_zc_min = self.send_zc_min;
         let buf_size = ctx.pool.buf_size() as u32;
@@ -230,7 +258,14 @@ impl Uring {
         }
     }
 
-    pub(crate) fn cancel(&mut self, id: OpId) {
+    pub(crate) fn cancel(&mut self, ctx: &mut Ctx<'_>, id: OpId) {
+        if let Some(pos) = self.unsubmitted.iter().position(|s| *s == id) {
+            // Never handed to the kernel, and now it never will be: it ends here, with
+            // nothing done (see `unsubmitted`).
+            self.unsubmitted.remove(pos);
+            ctx.deliver(id, Completion::new(-libc::ECANCELED), true);
+            return;
+        }
         if let Some(pos) = self.starved.iter().position(|s| *s == id) {
             // Not in the kernel at all: nothing to cancel there. The op ends here.
             self.starved.swap_remove(pos);
@@ -254,6 +289,7 @@ impl Uring {
                 }
             }
         }
+        self.push_unsubmitted(ctx);
         ctx.stats.enters += 1;
         let res = match timeout {
             Some(t) if t.is_zero() => {
@@ -365,8 +401,8 @@ impl Uring {
                 (_, super::Notify::Token(_)) => ctx.deliver(id, Completion::new(0), true),
                 (_, super::Notify::Waker(w)) => {
                     slot.done = true;
-                    if let Some(w) = w.take() {
-                        ctx.wakers.push(w);
+                    if let Some(w) = w {
+                        w.wake_by_ref();
                     }
                 }
             }

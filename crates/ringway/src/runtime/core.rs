@@ -70,15 +70,27 @@ impl CoreShared {
 
 struct TaskEntry {
     header: Arc<TaskHeader>,
-    /// Taken out while the task is polled, so that the task may spawn.
+    /// Made once per task: polls reuse it, so registering it with the driver or a timer
+    /// costs no reference counting after the first time.
+    waker: Option<Waker>,
+    /// Taken out (with the waker) while the task is polled, so that the task may spawn.
     future: Option<Pin<Box<dyn Future<Output = ()>>>>,
+}
+
+/// A run-queue entry: the task's slab key and its header's address. The address tells a
+/// stale entry (the task ended and its key was reused) from a live one; at worst an
+/// address reused by a new header costs one spurious poll, which futures tolerate.
+pub(crate) type Ready = (usize, usize);
+
+pub(crate) fn ready_of(h: &Arc<TaskHeader>) -> Ready {
+    (h.key.load(Ordering::Acquire), Arc::as_ptr(h) as usize)
 }
 
 /// A core: owned by one thread, never shared.
 pub(crate) struct Core {
     pub shared: Arc<CoreShared>,
     pub driver: RefCell<Driver>,
-    pub queue: RefCell<VecDeque<Arc<TaskHeader>>>,
+    pub queue: RefCell<VecDeque<Ready>>,
     tasks: RefCell<Slab<TaskEntry>>,
     pub timers: RefCell<Timers>,
 }
@@ -181,11 +193,13 @@ impl Core {
         let entry = tasks.vacant_entry();
         header.key.store(entry.key(), Ordering::Release);
         header.notified.store(true, Ordering::Release);
+        let ready = ready_of(&header);
         entry.insert(TaskEntry {
-            header: header.clone(),
+            waker: Some(Waker::from(header.clone())),
+            header,
             future: Some(Box::pin(task)),
         });
-        self.queue.borrow_mut().push_back(header);
+        self.queue.borrow_mut().push_back(ready);
     }
 
     /// Tasks alive on this core.
@@ -196,41 +210,50 @@ impl Core {
     /// Runs up to `TASKS_PER_TURN` ready tasks. Returns true if any remain ready.
     fn run_tasks(&self) -> bool {
         for _ in 0..TASKS_PER_TURN {
-            let Some(header) = self.queue.borrow_mut().pop_front() else {
+            let Some(ready) = self.queue.borrow_mut().pop_front() else {
                 return false;
             };
-            self.run_task(header);
+            self.run_task(ready);
         }
         !self.queue.borrow().is_empty()
     }
 
-    fn run_task(&self, header: Arc<TaskHeader>) {
-        let key = header.key.load(Ordering::Acquire);
-        let future = {
+    fn run_task(&self, (key, id): Ready) {
+        let taken = {
             let mut tasks = self.tasks.borrow_mut();
             match tasks.get_mut(key) {
-                Some(e) if Arc::ptr_eq(&e.header, &header) => e.future.take(),
+                Some(e) if Arc::as_ptr(&e.header) as usize == id => {
+                    // Clear before polling, so a wake during the poll queues it again.
+                    e.header.notified.store(false, Ordering::Release);
+                    let cancelled = e.header.cancelled.load(Ordering::Acquire);
+                    e.future
+                        .take()
+                        .zip(e.waker.take())
+                        .map(|fw| (fw, cancelled))
+                }
                 _ => None, // finished already: a stale wake
             }
         };
-        let Some(mut future) = future else { return };
-        // Clear before polling, so a wake during the poll queues it again.
-        header.notified.store(false, Ordering::Release);
-        if header.cancelled.load(Ordering::Acquire) {
-            self.tasks.borrow_mut().remove(key);
+        let Some(((mut future, waker), cancelled)) = taken else {
+            return;
+        };
+        if cancelled {
+            let entry = self.tasks.borrow_mut().remove(key);
+            drop(entry);
             drop(future); // reports Cancelled, cancels the task's I/O
             return;
         }
-        let waker = Waker::from(header.clone());
         let mut cx = Context::from_waker(&waker);
         match future.as_mut().poll(&mut cx) {
             Poll::Ready(()) => {
-                self.tasks.borrow_mut().remove(key);
+                let entry = self.tasks.borrow_mut().remove(key);
+                drop(entry);
                 drop(future);
             }
             Poll::Pending => {
                 if let Some(e) = self.tasks.borrow_mut().get_mut(key) {
                     e.future = Some(future);
+                    e.waker = Some(waker);
                 }
             }
         }
@@ -240,7 +263,7 @@ impl Core {
         self.shared.take_injected(scratch);
         for r in scratch.drain(..) {
             match r {
-                Remote::Wake(h) => self.queue.borrow_mut().push_back(h),
+                Remote::Wake(h) => self.queue.borrow_mut().push_back(ready_of(&h)),
                 Remote::Spawn(f) => f(),
             }
         }

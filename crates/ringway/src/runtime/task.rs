@@ -49,7 +49,9 @@ impl Wake for TaskHeader {
         }
         let local = super::core::try_with_current(|core| {
             if Arc::ptr_eq(&core.shared, &self.core) {
-                core.queue.borrow_mut().push_back(self.clone());
+                core.queue
+                    .borrow_mut()
+                    .push_back(super::core::ready_of(self));
                 true
             } else {
                 false
