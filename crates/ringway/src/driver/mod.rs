@@ -461,11 +461,10 @@ impl Driver {
             deferred: &mut self.deferred,
             stats: &mut self.stats,
         };
-        let res = match &mut self.imp {
+        match &mut self.imp {
             Imp::Uring(u) => u.turn(&mut ctx, timeout),
             Imp::Epoll(e) => e.turn(&mut ctx, timeout),
-        };
-        res
+        }
     }
 
     /// Call before closing `fd` yourself: the epoll backend forgets its registration (a
