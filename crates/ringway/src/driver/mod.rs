@@ -171,7 +171,9 @@ impl fmt::Display for BackendInfo {
 pub struct DriverStats {
     /// Calls to `turn`.
     pub turns: u64,
-    /// Syscalls that waited or submitted: `io_uring_enter` or `epoll_wait`.
+    /// The one syscall of each turn that submits and waits: `io_uring_enter` or
+    /// `epoll_wait`. The rare extra enters are counted apart (`sq_full_flushes`,
+    /// `cq_overflow_flushes`).
     pub enters: u64,
     /// Operations submitted.
     pub submitted: u64,
@@ -179,6 +181,10 @@ pub struct DriverStats {
     pub completions: u64,
     /// Multishot operations re-armed after the kernel ended them (ENOBUFS among them).
     pub rearmed: u64,
+    /// io_uring: extra submits because the submission queue was full.
+    pub sq_full_flushes: u64,
+    /// io_uring: extra enters to flush completions the kernel kept after a CQ overflow.
+    pub cq_overflow_flushes: u64,
 }
 
 /// A `Send + Sync` handle that interrupts the driver's wait from any thread.
@@ -307,8 +313,10 @@ pub(crate) enum Submitted {
 
 /// One core's I/O driver. See the [module docs](self).
 pub struct Driver {
-    table: OpTable,
+    // Field order is drop order: the ring goes first, then the slots (and the buffers
+    // of detached operations), then the pool the ring was reading from.
     imp: Imp,
+    table: OpTable,
     pool: BufferPool,
     info: BackendInfo,
     waker: DriverWaker,
@@ -621,6 +629,23 @@ impl Driver {
             {
                 break;
             }
+        }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        if self.table.live() > 0 {
+            self.shutdown(Duration::from_secs(1));
+        }
+        if self.table.live() > 0 {
+            tracing::error!(
+                ops = self.table.live(),
+                "driver dropped while the kernel still owns operations; leaking their buffers"
+            );
+            // The kernel may still write into these: they must never be freed.
+            std::mem::forget(std::mem::replace(&mut self.table, OpTable::new()));
+            std::mem::forget(self.pool.clone());
         }
     }
 }

@@ -34,8 +34,10 @@ const ENTER_GETEVENTS: u32 = 1;
 pub(crate) struct Uring {
     ring: IoUring,
     wake_fd: RawFd,
-    /// The eventfd counter is read into here; boxed so its address is stable.
-    wake_buf: Box<u64>,
+    /// The eventfd counter is read into here. Leaked on purpose (8 bytes per ring): the
+    /// read is always in flight, and a wake from another thread racing with the ring's
+    /// teardown could still complete it after the driver is gone.
+    wake_buf: &'static mut u64,
     /// Multishot receives parked on an empty pool.
     starved: Vec<OpId>,
     /// Operations started since the last enter. Their SQEs are built and pushed just
@@ -49,6 +51,8 @@ pub(crate) struct Uring {
     send_zc_min: usize,
     /// CQEs copied out of the completion queue, so dispatching them may submit.
     cqes: Vec<(u64, i32, u32)>,
+    /// Counted here (push has no stats at hand) and folded into the stats each turn.
+    sq_full_flushes: u64,
 }
 
 impl Uring {
@@ -56,11 +60,12 @@ impl Uring {
         let mut u = Uring {
             ring,
             wake_fd,
-            wake_buf: Box::new(0),
+            wake_buf: Box::leak(Box::new(0)),
             starved: Vec::new(),
             unsubmitted: Vec::new(),
             send_zc_min: send_zc_min.unwrap_or(usize::MAX),
             cqes: Vec::with_capacity(256),
+            sq_full_flushes: 0,
         };
         u.arm_wake();
         u
@@ -69,7 +74,7 @@ impl Uring {
     fn arm_wake(&mut self) {
         let sqe = opcode::Read::new(
             types::Fd(self.wake_fd),
-            (&mut *self.wake_buf) as *mut u64 as *mut u8,
+            (self.wake_buf as *mut u64).cast::<u8>(),
             8,
         )
         .build()
@@ -81,6 +86,7 @@ impl Uring {
         // SAFETY: every pointer in the SQE stays valid until its final CQE: buffers are
         // owned by the slot's future or `keep`, scratch lives in the stable op table.
         while unsafe { self.ring.submission().push(&sqe) }.is_err() {
+            self.sq_full_flushes += 1;
             // The SQ is full: hand it to the kernel to make room.
             if let Err(e) = self.ring.submit() {
                 if e.raw_os_error() != Some(libc::EBUSY) && e.raw_os_error() != Some(libc::EINTR) {
@@ -322,9 +328,10 @@ impl Uring {
             },
         }
         self.reap(ctx);
+        ctx.stats.sq_full_flushes += std::mem::take(&mut self.sq_full_flushes);
         // The kernel kept CQEs that did not fit: flush and reap them too.
         while self.ring.submission().cq_overflow() {
-            ctx.stats.enters += 1;
+            ctx.stats.cq_overflow_flushes += 1;
             // SAFETY: as above.
             let _ = unsafe {
                 self.ring
