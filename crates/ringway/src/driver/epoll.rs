@@ -253,7 +253,18 @@ impl Epoll {
                     }
                     if drained {
                         self.set_ready(fd, dir, false);
-                        return;
+                        // A closed direction stays ready (`read_closed`): go on, so that
+                        // a multishot receive still parked here reads the end of stream
+                        // now. No edge will come for it: the one that said RDHUP is gone.
+                        let st = self.state(fd);
+                        let still_ready = if dir == Dir::Read {
+                            st.readable
+                        } else {
+                            st.writable
+                        };
+                        if !still_ready {
+                            return;
+                        }
                     }
                 }
             }

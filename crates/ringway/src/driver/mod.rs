@@ -216,14 +216,17 @@ impl DriverWaker {
         })
     }
 
-    /// Wakes the driver if it is waiting (or about to); cheap when it is not.
+    /// Wakes the driver if its owner marked it as sleeping (the runtime does, around
+    /// each blocking turn); cheap when it is not. Loops that drive a `Driver` themselves
+    /// use [`notify`](Self::notify).
     pub fn wake(&self) {
         if self.inner.sleeping.swap(false, Ordering::SeqCst) {
-            self.force_wake();
+            self.notify();
         }
     }
 
-    fn force_wake(&self) {
+    /// Interrupts the driver's current or next wait, unconditionally (one eventfd write).
+    pub fn notify(&self) {
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a live u64 to our eventfd.
         unsafe { libc::write(self.inner.fd.as_raw_fd(), &one as *const u64 as *const _, 8) };
