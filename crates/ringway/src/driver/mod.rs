@@ -382,6 +382,23 @@ impl Driver {
         }
     }
 
+    /// The backend and a delivery context over the rest, borrowed apart.
+    fn split<'a>(
+        &'a mut self,
+        sink: Option<&'a mut dyn FnMut(u64, Completion, bool)>,
+    ) -> (&'a mut Imp, Ctx<'a>) {
+        (
+            &mut self.imp,
+            Ctx {
+                table: &mut self.table,
+                pool: &self.pool,
+                sink,
+                deferred: &mut self.deferred,
+                stats: &mut self.stats,
+            },
+        )
+    }
+
     /// The backend in use and its flags.
     pub fn info(&self) -> &BackendInfo {
         &self.info
@@ -432,14 +449,8 @@ impl Driver {
             return;
         }
         slot.cancel_requested = true;
-        let mut ctx = Ctx {
-            table: &mut self.table,
-            pool: &self.pool,
-            sink: None,
-            deferred: &mut self.deferred,
-            stats: &mut self.stats,
-        };
-        match &mut self.imp {
+        let (imp, mut ctx) = self.split(None);
+        match imp {
             Imp::Uring(u) => u.cancel(&mut ctx, id),
             Imp::Epoll(e) => e.cancel(&mut ctx, id),
         }
@@ -465,14 +476,8 @@ impl Driver {
                 sink(t, c, last);
             }
         }
-        let mut ctx = Ctx {
-            table: &mut self.table,
-            pool: &self.pool,
-            sink: Some(sink),
-            deferred: &mut self.deferred,
-            stats: &mut self.stats,
-        };
-        match &mut self.imp {
+        let (imp, mut ctx) = self.split(Some(sink));
+        match imp {
             Imp::Uring(u) => u.turn(&mut ctx, timeout),
             Imp::Epoll(e) => e.turn(&mut ctx, timeout),
         }
@@ -482,14 +487,7 @@ impl Driver {
     /// later fd with the same number must start clean). Operations still parked on it
     /// fail with `ECANCELED`.
     pub fn forget_fd(&mut self, fd: RawFd) {
-        if let Imp::Epoll(e) = &mut self.imp {
-            let mut ctx = Ctx {
-                table: &mut self.table,
-                pool: &self.pool,
-                sink: None,
-                deferred: &mut self.deferred,
-                stats: &mut self.stats,
-            };
+        if let (Imp::Epoll(e), mut ctx) = self.split(None) {
             e.forget_fd(&mut ctx, fd);
         }
     }
@@ -530,14 +528,8 @@ impl Driver {
 
     fn start(&mut self, id: OpId) {
         self.stats.submitted += 1;
-        let mut ctx = Ctx {
-            table: &mut self.table,
-            pool: &self.pool,
-            sink: None,
-            deferred: &mut self.deferred,
-            stats: &mut self.stats,
-        };
-        match &mut self.imp {
+        let (imp, mut ctx) = self.split(None);
+        match imp {
             Imp::Uring(u) => u.start(&mut ctx, id),
             Imp::Epoll(e) => e.start(&mut ctx, id),
         }
