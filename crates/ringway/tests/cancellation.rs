@@ -31,6 +31,9 @@ use ringway::{Backend, Runtime};
 /// Iterations per operation kind.
 const ITERS: usize = 3000;
 
+/// Sends of at least this many bytes use SEND_ZC on io_uring in these tests.
+const ZC_MIN: usize = 64 * 1024;
+
 /// The tests count the fds of the whole process: they must not overlap.
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -65,6 +68,7 @@ both!(
     drop_sleep,
     drop_recv_multishot,
     drop_incoming,
+    dropped_before_submission_has_no_effect,
     cancel_hands_the_buffer_back,
     cancel_read_loses_nothing,
     cancel_write_loses_nothing,
@@ -84,6 +88,9 @@ where
         let rt = Runtime::builder()
             .worker_threads(1)
             .backend(backend)
+            // Sends from 64 KiB up go zero-copy on io_uring (off by default): their
+            // buffers are held until the kernel's notification, cancelled or not.
+            .send_zc(Some(ZC_MIN))
             .build()
             .expect("build runtime");
         assert_eq!(rt.backend().kind, backend);
@@ -127,16 +134,17 @@ async fn settle(fds: usize) {
     assert_eq!(task_count(), 0, "tasks leaked");
 }
 
-/// Polls `fut` at most `polls` times, with one loop turn between polls but none after
-/// the last one (so an operation may be dropped after it was queued for submission but
-/// before the kernel saw it: it then reaches the kernel in the same batch as its
-/// cancellation, and may well complete first). `event` runs once, just before poll
-/// number `at` (`at == polls`: right before the drop). Returns the output if the future
-/// finished; otherwise drops it.
+/// Polls `fut` at most `polls` times, with one loop turn between polls and `turns_after`
+/// turns after the last one, then drops it. With no turn after the last poll an
+/// operation is dropped after it was queued for submission but before the kernel saw
+/// it; with turns, its completions may be waiting, unread, in its slot. `event` runs
+/// once, just before poll number `at` (`at == polls`: after the last poll, before the
+/// turns). Returns the output if the future finished.
 async fn poll_n<F: Future>(
     fut: F,
     polls: usize,
     at: usize,
+    turns_after: usize,
     event: impl FnOnce(),
 ) -> Option<F::Output> {
     let mut fut = pin!(fut);
@@ -158,6 +166,11 @@ async fn poll_n<F: Future>(
             yield_now().await;
         }
     }
+    if polls > 0 {
+        for _ in 0..turns_after {
+            yield_now().await;
+        }
+    }
     None
 }
 
@@ -167,7 +180,8 @@ async fn drive<F: Future>(rng: &mut StdRng, fut: F, event: impl FnOnce()) -> Opt
     if rng.random_ratio(3, 4) {
         let polls = rng.random_range(0..=4);
         let at = rng.random_range(0..=polls);
-        poll_n(fut, polls, at, event).await
+        let turns_after = rng.random_range(0..=2);
+        poll_n(fut, polls, at, turns_after, event).await
     } else {
         event();
         let d = Duration::from_micros(rng.random_range(0..300));
@@ -244,7 +258,7 @@ async fn drop_write() {
     let mut completed = 0;
     for _ in 0..ITERS {
         let len = if rng.random_bool(0.5) {
-            rng.random_range(64 * 1024..=256 * 1024)
+            rng.random_range(ZC_MIN..=256 * 1024)
         } else {
             rng.random_range(1..=16 * 1024)
         };
@@ -363,7 +377,7 @@ async fn drop_recv_multishot() {
             }
         }
         let polls = rng.random_range(0..=3);
-        if let Some(Some(r)) = poll_n(rx.next(), polls, 0, || {}).await {
+        if let Some(Some(r)) = poll_n(rx.next(), polls, 0, rng.random_range(0..=2), || {}).await {
             r.expect("receive");
         }
         // Sometimes the buffers go back before the stream, sometimes after.
@@ -402,7 +416,8 @@ async fn drop_incoming() {
             let late = rng.random_range(0..3);
             let polls = rng.random_range(0..=3);
             let at = rng.random_range(0..=polls);
-            let out = poll_n(incoming.next(), polls, at, || {
+            let turns_after = rng.random_range(0..=2);
+            let out = poll_n(incoming.next(), polls, at, turns_after, || {
                 for _ in 0..late {
                     clients.push(std::net::TcpStream::connect(addr).unwrap());
                 }
@@ -413,11 +428,68 @@ async fn drop_incoming() {
                 accepted += 1;
             }
             drop(incoming);
+            // One turn, so the cancel reaches the kernel before the next iteration's
+            // clients connect (a multishot accept still armed in the kernel could take
+            // them, and the driver would close them).
+            yield_now().await;
         }
         drop(listener);
         clients.clear();
     }
     assert!(accepted > 0);
+}
+
+/// An operation polled once and dropped before the loop turned (so before the kernel
+/// saw it, on io_uring) must have no effect: it must not take the connection waiting in
+/// the backlog, consume the bytes waiting in the socket, or send its own. (On epoll the
+/// first poll may finish it at once: then its output says what it did.)
+async fn dropped_before_submission_has_no_effect() {
+    // Only a guard against a hang: the operations below finish at once when correct.
+    const GUARD: Duration = Duration::from_secs(10);
+    let (listener, addr) = listen();
+    for i in 0..50u8 {
+        // accept
+        let client = std::net::TcpStream::connect(addr).unwrap();
+        let early = poll_n(listener.accept(), 1, 0, 0, || {}).await;
+        let (s, from) = match early {
+            Some(r) => r.unwrap(),
+            None => timeout(GUARD, listener.accept())
+                .await
+                .expect("the connection was taken by a dropped accept")
+                .unwrap(),
+        };
+        assert_eq!(from, client.local_addr().unwrap());
+        drop(s);
+
+        // read
+        let (mut stream, mut peer) = std_pair(&listener).await;
+        peer.write_all(&[i; 3]).unwrap();
+        let got = match poll_n(stream.read(vec![0u8; 16]), 1, 0, 0, || {}).await {
+            Some((r, buf)) => buf[..r.unwrap()].to_vec(),
+            None => {
+                let (r, buf) = timeout(GUARD, stream.read(vec![0u8; 16]))
+                    .await
+                    .expect("the bytes were consumed by a dropped read");
+                buf[..r.unwrap()].to_vec()
+            }
+        };
+        assert_eq!(got, [i; 3]);
+
+        // write
+        let mut expect = Vec::new();
+        if let Some((r, _)) = poll_n(stream.write(vec![0xee; 3]), 1, 0, 0, || {}).await {
+            assert_eq!(r.unwrap(), 3);
+            expect.extend_from_slice(&[0xee; 3]);
+        }
+        let (r, _) = stream.write_all(vec![i; 5]).await;
+        r.unwrap();
+        expect.extend_from_slice(&[i; 5]);
+        drop(stream);
+        let mut all = Vec::new();
+        peer.set_read_timeout(Some(GUARD)).unwrap();
+        peer.read_to_end(&mut all).unwrap();
+        assert_eq!(all, expect, "a dropped write sent its bytes");
+    }
 }
 
 // ---- cancel(): the buffer comes back, nothing is lost ----------------------------------
@@ -615,7 +687,7 @@ async fn cancel_write_loses_nothing() {
     let mut cancelled = 0;
     for _ in 0..ITERS {
         let len = if rng.random_ratio(1, 8) {
-            rng.random_range(64 * 1024..=160 * 1024)
+            rng.random_range(ZC_MIN..=160 * 1024)
         } else {
             rng.random_range(1..=8 * 1024)
         };

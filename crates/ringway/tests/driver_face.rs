@@ -231,3 +231,41 @@ fn notify_interrupts_a_wait_from_another_thread() {
         );
     });
 }
+
+#[test]
+fn multishot_poll_reports_each_edge_once_even_on_a_closed_peer() {
+    each_backend(|backend| {
+        let mut d = driver(backend);
+        let (a, mut b) = pair(&d);
+        // SAFETY: a poll carries no pointers.
+        let id = unsafe {
+            d.submit(
+                Op::Poll {
+                    fd: a.as_raw_fd(),
+                    events: libc::POLLIN as u32,
+                    multishot: true,
+                },
+                3,
+                None,
+            )
+        };
+        b.write_all(b"x").unwrap();
+        drop(b); // readable and closed: still a finite number of reports
+        let mut reports = 0;
+        for _ in 0..5 {
+            d.turn(Some(Duration::from_millis(20)), &mut |t, c, _| {
+                assert_eq!(t, 3);
+                assert!(c.result & libc::POLLIN as i32 != 0);
+                reports += 1;
+            })
+            .unwrap();
+        }
+        assert!(
+            (1..=4).contains(&reports),
+            "{backend:?}: {reports} reports for two edges"
+        );
+        d.cancel(id);
+        run(&mut d, 1);
+        assert_eq!(d.live_ops(), 0);
+    });
+}

@@ -395,6 +395,9 @@ fn cross_core_spawn_and_reuseport() {
             };
             let l0 = TcpListener::bind_with("127.0.0.1:0", &opts).unwrap();
             let addr = l0.local_addr().unwrap();
+            // Connect only once core 1 listens too, or every connection may land on
+            // core 0's listener.
+            let (bound_tx, bound_rx) = std::sync::mpsc::channel();
             let h1 = handle.spawn_on(1, move || async move {
                 let l1 = TcpListener::bind_with(
                     addr,
@@ -404,6 +407,7 @@ fn cross_core_spawn_and_reuseport() {
                     },
                 )
                 .unwrap();
+                bound_tx.send(()).unwrap();
                 let mut cores = Vec::new();
                 let mut incoming = l1.incoming();
                 // Keep serving until told which cores answered.
@@ -432,6 +436,9 @@ fn cross_core_spawn_and_reuseport() {
                 }
                 n
             });
+            while bound_rx.try_recv().is_err() {
+                sleep(Duration::from_millis(1)).await;
+            }
             let mut seen = [0usize; 2];
             for _ in 0..64 {
                 let mut c = TcpStream::connect(addr).await.unwrap();

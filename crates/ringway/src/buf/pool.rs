@@ -193,6 +193,21 @@ impl BufferPool {
     pub(crate) fn take_returned(&self) -> bool {
         self.inner.returned.replace(false)
     }
+
+    /// Sets the mark again (starved receives are left that the driver will re-arm on a
+    /// later turn).
+    pub(crate) fn mark_returned(&self) {
+        self.inner.returned.set(true);
+    }
+
+    /// Buffers not held by the program. On io_uring this counts the ones the kernel has
+    /// picked but whose completions are not reaped yet, so it may be high by a few.
+    pub(crate) fn free_count(&self) -> usize {
+        match &self.inner.store {
+            Store::List(free) => free.borrow().len(),
+            Store::Ring { .. } => self.inner.count as usize - self.inner.in_use.get(),
+        }
+    }
 }
 
 impl PoolInner {

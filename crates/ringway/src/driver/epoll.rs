@@ -221,6 +221,9 @@ impl Epoll {
             }
             let multishot = slot.op.is_multishot();
             let ends_at_zero = matches!(slot.op, Op::RecvPool { .. });
+            // A poll reports readiness, it does not consume it: one completion per
+            // edge, or a multishot poll on a ready (or closed) fd would never stop.
+            let once_per_edge = matches!(slot.op, Op::Poll { .. });
             match attempt(slot, ctx.pool) {
                 Attempt::Blocked => {
                     self.set_ready(fd, dir, false);
@@ -250,6 +253,10 @@ impl Epoll {
                         self.finish(ctx, id, c);
                     } else {
                         ctx.deliver(id, c, false);
+                    }
+                    if once_per_edge {
+                        self.set_ready(fd, dir, false);
+                        return;
                     }
                     if drained {
                         self.set_ready(fd, dir, false);
@@ -324,12 +331,30 @@ impl Epoll {
     }
 
     pub(crate) fn turn(&mut self, ctx: &mut Ctx<'_>, timeout: Option<Duration>) -> io::Result<()> {
+        let mut timeout = timeout;
         if !self.starved_fds.is_empty() && ctx.pool.take_returned() {
-            for fd in std::mem::take(&mut self.starved_fds) {
+            // Oldest first, while buffers last: a receive retried on an empty pool would
+            // only park again. Those left wait for the next returned buffer.
+            let starved = std::mem::take(&mut self.starved_fds);
+            let mut rest = starved.into_iter();
+            for fd in rest.by_ref() {
+                if ctx.pool.free_count() == 0 {
+                    self.starved_fds.push(fd);
+                    break;
+                }
                 self.run_queue(ctx, fd, Dir::Read);
             }
+            for fd in rest {
+                if !self.starved_fds.contains(&fd) {
+                    self.starved_fds.push(fd);
+                }
+            }
+            // The receives that got a buffer have just woken their tasks, after the
+            // executor chose to sleep: do not block in this wait, or those tasks (and
+            // the buffers they would return) sit in the run queue until an unrelated
+            // event comes, possibly never.
+            timeout = Some(Duration::ZERO);
         }
-        let mut timeout = timeout;
         if !ctx.deferred.is_empty() {
             timeout = Some(Duration::ZERO);
         }

@@ -288,11 +288,20 @@ impl Uring {
 
     pub(crate) fn turn(&mut self, ctx: &mut Ctx<'_>, timeout: Option<Duration>) -> io::Result<()> {
         if !self.starved.is_empty() && ctx.pool.take_returned() {
-            for id in std::mem::take(&mut self.starved) {
+            // Oldest first, and only as many as there are buffers to receive into:
+            // re-arming every parked receive for one returned buffer would send all but
+            // one straight back to ENOBUFS. The rest wait for the next turn, which the
+            // re-armed ones' completions bring.
+            let n = ctx.pool.free_count().clamp(1, self.starved.len());
+            let rearm: Vec<OpId> = self.starved.drain(..n).collect();
+            for id in rearm {
                 if ctx.table.get_mut(id).is_some() {
                     ctx.stats.rearmed += 1;
                     self.start(ctx, id);
                 }
+            }
+            if !self.starved.is_empty() {
+                ctx.pool.mark_returned();
             }
         }
         self.push_unsubmitted(ctx);
