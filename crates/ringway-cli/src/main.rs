@@ -4,6 +4,7 @@
 //! core, multishot accept and receive) and says where it listens and on which backend.
 
 mod echo;
+mod load;
 
 use clap::{Parser, Subcommand};
 
@@ -19,6 +20,8 @@ struct Cli {
 enum Command {
     /// TCP echo server: every byte received is sent back.
     Echo(echo::EchoArgs),
+    /// Load generator: closed/open loop, batches, churn, pipelining, TLS, echo.
+    Load(load::LoadArgs),
 }
 
 fn main() {
@@ -32,6 +35,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Echo(args) => echo::run(args),
+        Command::Load(args) => load::run(args),
     };
     if let Err(e) = result {
         eprintln!("ringway: {e}");

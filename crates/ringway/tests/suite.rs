@@ -616,3 +616,35 @@ fn tiny_ring_overflows_without_losing_anything() {
         assert_eq!(ringway::runtime::pool_stats().in_use, 0);
     });
 }
+
+#[ringway::test(both)]
+async fn multishot_receive_sees_end_of_stream_when_data_and_fin_arrive_together() {
+    // A peer that answers and closes at once: its last bytes and its FIN often arrive
+    // in one readiness edge. 300 connections, each drained to end of stream.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for _ in 0..300 {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut req = [0u8; 16];
+            let _ = s.read(&mut req).unwrap();
+            s.write_all(b"HTTP/1.1 200 OK\r\n\r\nHello").unwrap();
+        }
+    });
+    for i in 0..300 {
+        let mut c = TcpStream::connect(addr).await.unwrap();
+        c.write_all(b"GET / HTTP/1.1\r\n".as_slice()).await.0.unwrap();
+        let mut rx = c.recv_multishot();
+        let drained = timeout(Duration::from_secs(10), async {
+            let mut n = 0;
+            while let Some(chunk) = rx.next().await {
+                n += chunk.unwrap().len();
+            }
+            n
+        })
+        .await;
+        assert_eq!(drained, Ok(24), "connection {i}: end of stream not seen");
+    }
+    server.join().unwrap();
+}

@@ -1,0 +1,182 @@
+//! One HTTP connection of the engine: send `k` requests back to back, then read until
+//! their `k` responses are framed, timing each from its intended send time.
+
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::time::Instant;
+
+use super::core::CoreCtx;
+use crate::conn::Conn;
+use crate::error::ErrorClass;
+use crate::response::{Done, ResponseParser};
+
+/// How an exchange ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The connection can carry more requests.
+    Open,
+    /// The server closed it (after answering everything): reconnect.
+    Closed,
+    /// Failed: the errors are counted; drop the connection.
+    Failed,
+}
+
+/// A request on the wire.
+#[derive(Debug, Clone, Copy)]
+pub struct Flight {
+    /// When it was meant to leave (open loop), else when it left.
+    pub intended: Instant,
+    /// When it left.
+    pub sent: Instant,
+}
+
+/// An HTTP connection with its framing state.
+pub struct HttpConn {
+    conn: Conn,
+    parser: ResponseParser,
+    /// Bytes received but not yet used (a head split across reads).
+    carry: Vec<u8>,
+    inflight: VecDeque<Flight>,
+}
+
+impl HttpConn {
+    /// Wraps a connection; bodies are compared with `expect` if given.
+    pub fn new(conn: Conn, expect: Option<Rc<[u8]>>) -> Self {
+        HttpConn {
+            conn,
+            parser: ResponseParser::new(expect),
+            carry: Vec::new(),
+            inflight: VecDeque::new(),
+        }
+    }
+
+    /// Sends `k` requests (URLs from `first` on) and waits for their responses.
+    pub async fn exchange(
+        &mut self,
+        ctx: &CoreCtx,
+        first: usize,
+        k: usize,
+        intended: Option<Instant>,
+    ) -> Outcome {
+        let bytes = ctx.request_bytes(first, k);
+        let len = bytes.len() as u64;
+        let sent = Instant::now();
+        if self.conn.send(bytes).await.is_err() {
+            ctx.fail(ErrorClass::Write, k);
+            return Outcome::Failed;
+        }
+        ctx.stats.borrow_mut().bytes_written += len;
+        let intended = intended.unwrap_or(sent);
+        self.inflight
+            .extend(std::iter::repeat(Flight { intended, sent }).take(k));
+        let result = ringway::time::timeout(ctx.plan.timeout, self.receive(ctx)).await;
+        let outcome = match result {
+            Ok(Ok(true)) => Outcome::Closed,
+            Ok(Ok(false)) => Outcome::Open,
+            Ok(Err(class)) => {
+                ctx.fail(class, self.inflight.len());
+                Outcome::Failed
+            }
+            Err(_) => {
+                ctx.fail(ErrorClass::Timeout, self.inflight.len());
+                Outcome::Failed
+            }
+        };
+        self.inflight.clear();
+        outcome
+    }
+
+    /// Reads until every request in flight is answered. `Ok(true)`: the connection is
+    /// finished (the server closed or said `Connection: close`).
+    async fn receive(&mut self, ctx: &CoreCtx) -> Result<bool, ErrorClass> {
+        while !self.inflight.is_empty() {
+            match self.conn.recv().await {
+                Err(_) => return Err(ErrorClass::Read),
+                Ok(None) => {
+                    match self.parser.eof() {
+                        Ok(Some(done)) => self.complete(ctx, &done, Instant::now()),
+                        Ok(None) => {}
+                        Err(_) => return Err(ErrorClass::Framing),
+                    }
+                    return if self.inflight.is_empty() {
+                        Ok(true)
+                    } else {
+                        Err(ErrorClass::Read)
+                    };
+                }
+                Ok(Some(chunk)) => {
+                    ctx.stats.borrow_mut().bytes_read += chunk.len() as u64;
+                    if self.process(ctx, &chunk)? {
+                        return if self.inflight.is_empty() {
+                            Ok(true)
+                        } else {
+                            Err(ErrorClass::Read)
+                        };
+                    }
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Frames what arrived, in place when nothing is carried over. `Ok(true)` when a
+    /// response ended the connection.
+    fn process(&mut self, ctx: &CoreCtx, data: &[u8]) -> Result<bool, ErrorClass> {
+        // Every response completed by these bytes arrived now: one clock read for all.
+        let now = Instant::now();
+        if self.carry.is_empty() {
+            let (used, closed) = self.parse(ctx, data, now)?;
+            if !closed {
+                self.carry.extend_from_slice(&data[used..]);
+            }
+            Ok(closed)
+        } else {
+            let mut carry = std::mem::take(&mut self.carry);
+            carry.extend_from_slice(data);
+            let (used, closed) = self.parse(ctx, &carry, now)?;
+            carry.drain(..used);
+            self.carry = carry;
+            Ok(closed)
+        }
+    }
+
+    fn parse(
+        &mut self,
+        ctx: &CoreCtx,
+        data: &[u8],
+        now: Instant,
+    ) -> Result<(usize, bool), ErrorClass> {
+        let mut pos = 0;
+        while pos < data.len() {
+            if self.inflight.is_empty() {
+                // Bytes nobody asked for: the framing is lost.
+                return Err(ErrorClass::Framing);
+            }
+            let (used, done) = self
+                .parser
+                .feed(&data[pos..], ctx.plan.head)
+                .map_err(|_| ErrorClass::Framing)?;
+            pos += used;
+            match done {
+                Some(d) => {
+                    self.complete(ctx, &d, now);
+                    if d.close {
+                        return Ok((pos, true));
+                    }
+                }
+                None if used == 0 => break,
+                None => {}
+            }
+        }
+        Ok((pos, false))
+    }
+
+    fn complete(&mut self, ctx: &CoreCtx, d: &Done, now: Instant) {
+        let f = self
+            .inflight
+            .pop_front()
+            .expect("a response answers a request");
+        let ok = d.body_ok != Some(false);
+        ctx.complete(f.intended, f.sent, now, Some(d.status), ok);
+    }
+}
