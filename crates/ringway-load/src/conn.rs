@@ -4,11 +4,7 @@
 //! Plain connections receive through one multishot receive (pool buffers, parsed in
 //! place: no submission per read on io_uring). TLS connections feed the same stream of
 //! records through rustls and hand out the plaintext.
-//!
-//! On the epoll backend the receive is a one-shot `read` per chunk instead: the
-//! runtime's emulated multishot receive on epoll can miss the end of stream when the
-//! peer's last data and its FIN arrive together (about 3% of close-delimited
-//! responses hung in a 300-connection loop), while `read` sees it every time.
+//! The same receive serves both backends (the epoll backend emulates it).
 
 use std::io::{self, Read as _, Write as _};
 use std::net::SocketAddr;
@@ -50,35 +46,16 @@ pub struct TlsTarget {
     pub name: ServerName<'static>,
 }
 
-/// How bytes are received.
-enum Rx {
-    /// io_uring: one multishot receive over the pool.
-    Multishot(RecvStream),
-    /// epoll: a one-shot read per chunk.
-    Read,
-}
-
-/// Bytes per one-shot read.
-const READ_SIZE: usize = 16 * 1024;
+/// How bytes are received: one multishot receive over the core's buffer pool.
+struct Rx(RecvStream);
 
 impl Rx {
     fn new(stream: &mut TcpStream) -> Rx {
-        if ringway::runtime::current_backend().kind == ringway::Backend::Epoll {
-            Rx::Read
-        } else {
-            Rx::Multishot(stream.recv_multishot())
-        }
+        Rx(stream.recv_multishot())
     }
 
-    async fn next(&mut self, stream: &mut TcpStream) -> Option<io::Result<Chunk>> {
-        match self {
-            Rx::Multishot(rx) => rx.next().await.map(|r| r.map(Chunk::Pool)),
-            Rx::Read => match stream.read(Vec::with_capacity(READ_SIZE)).await {
-                (Ok(0), _) => None,
-                (Ok(_), buf) => Some(Ok(Chunk::Owned(buf))),
-                (Err(e), _) => Some(Err(e)),
-            },
-        }
+    async fn next(&mut self, _stream: &mut TcpStream) -> Option<io::Result<Chunk>> {
+        self.0.next().await.map(|r| r.map(Chunk::Pool))
     }
 }
 
