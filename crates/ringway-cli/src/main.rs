@@ -5,6 +5,7 @@
 
 mod echo;
 mod load;
+mod serve;
 
 use clap::{Parser, Subcommand};
 
@@ -22,6 +23,8 @@ enum Command {
     Echo(echo::EchoArgs),
     /// Load generator: closed/open loop, batches, churn, pipelining, TLS, echo.
     Load(load::LoadArgs),
+    /// HTTP/1.1 server (ringway-http): --hello, --json, --echo-request, --static DIR.
+    Serve(serve::ServeArgs),
 }
 
 fn main() {
@@ -36,6 +39,7 @@ fn main() {
     let result = match cli.command {
         Command::Echo(args) => echo::run(args),
         Command::Load(args) => load::run(args),
+        Command::Serve(args) => serve::run(args),
     };
     if let Err(e) = result {
         eprintln!("ringway: {e}");

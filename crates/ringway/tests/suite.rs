@@ -634,7 +634,10 @@ async fn multishot_receive_sees_end_of_stream_when_data_and_fin_arrive_together(
     });
     for i in 0..300 {
         let mut c = TcpStream::connect(addr).await.unwrap();
-        c.write_all(b"GET / HTTP/1.1\r\n".as_slice()).await.0.unwrap();
+        c.write_all(b"GET / HTTP/1.1\r\n".as_slice())
+            .await
+            .0
+            .unwrap();
         let mut rx = c.recv_multishot();
         let drained = timeout(Duration::from_secs(10), async {
             let mut n = 0;

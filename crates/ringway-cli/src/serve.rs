@@ -1,0 +1,219 @@
+//! `ringway serve`: the HTTP/1.1 server of ringway-http on every core, with canned
+//! handlers for benchmarks (`--hello`, `--json`), differential testing
+//! (`--echo-request`) and static files (`--static DIR`), optionally over TLS.
+
+use std::io::{self, Write as _};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bytes::Bytes;
+use clap::Args;
+use http::{header, HeaderValue, Request, Response, StatusCode};
+use ringway::Runtime;
+use ringway_http::{Body, Config, Server};
+
+use crate::echo::BackendArg;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    bind: SocketAddr,
+    /// Worker threads (cores); default: one per CPU.
+    #[arg(long)]
+    threads: Option<usize>,
+    /// I/O backend (default: auto, or RINGWAY_BACKEND if set).
+    #[arg(long, value_enum)]
+    backend: Option<BackendArg>,
+    /// Pin each worker to its CPU.
+    #[arg(long)]
+    pin: bool,
+    /// Answer `Hello, World!` (text/plain) at `/` and `/plaintext`.
+    #[arg(long, group = "mode")]
+    hello: bool,
+    /// Answer `{"message":"Hello, World!"}` (serialised per request).
+    #[arg(long, group = "mode")]
+    json: bool,
+    /// Answer with the parsed request (method, target, version, headers, body) as JSON.
+    #[arg(long, group = "mode")]
+    echo_request: bool,
+    /// Serve the files under this directory.
+    #[arg(long = "static", value_name = "DIR", group = "mode")]
+    static_dir: Option<PathBuf>,
+    /// TLS certificate chain (PEM).
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Do not write the access log.
+    #[arg(long)]
+    no_access_log: bool,
+    /// Header timeout in milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    header_timeout_ms: u64,
+    /// Idle keep-alive timeout in milliseconds.
+    #[arg(long, default_value_t = 60_000)]
+    idle_timeout_ms: u64,
+    /// Drain deadline of the graceful shutdown in milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    drain_timeout_ms: u64,
+    /// Largest request body in bytes.
+    #[arg(long, default_value_t = 8 << 20)]
+    max_body: u64,
+}
+
+#[derive(Clone, Copy)]
+enum Mode {
+    Hello,
+    Json,
+    Echo,
+}
+
+pub fn run(args: ServeArgs) -> io::Result<()> {
+    // Block SIGINT/SIGTERM before any thread starts (they inherit the mask); one thread
+    // waits for them with sigwait and starts the graceful shutdown. The runtime has no
+    // signal support of its own.
+    let sigs = block_signals()?;
+    let mut b = Runtime::builder();
+    if let Some(backend) = args.backend {
+        b.backend(backend.into());
+    }
+    if let Some(t) = args.threads {
+        b.worker_threads(t);
+    }
+    b.pin_threads(args.pin);
+    let rt = b.build()?;
+    let cfg = Config {
+        access_log: !args.no_access_log,
+        header_timeout: Duration::from_millis(args.header_timeout_ms),
+        idle_timeout: Duration::from_millis(args.idle_timeout_ms),
+        drain_timeout: Duration::from_millis(args.drain_timeout_ms),
+        max_body_size: args.max_body,
+        ..Config::default()
+    };
+    let mut server = Server::new(cfg);
+    let scheme = match (&args.tls_cert, &args.tls_key) {
+        (Some(c), Some(k)) => {
+            server = server.with_tls(ringway_http::tls::server_config(c, k)?);
+            "https"
+        }
+        _ => "http",
+    };
+    let running = if let Some(dir) = args.static_dir.clone() {
+        let files = ringway_http::files::StaticFiles::new(dir)?;
+        server.start(&rt, args.bind, move || {
+            let files = files.clone();
+            move |req: Request<Body>| {
+                let files = files.clone();
+                async move { files.serve(&req).await }
+            }
+        })?
+    } else {
+        let mode = if args.json {
+            Mode::Json
+        } else if args.echo_request {
+            Mode::Echo
+        } else {
+            Mode::Hello
+        };
+        server.start(&rt, args.bind, move || {
+            move |req: Request<Body>| async move { answer(mode, req).await }
+        })?
+    };
+    println!(
+        "ringway serve listening on {scheme}://{} ({} cores, backend {})",
+        running.local_addr(),
+        rt.cores(),
+        rt.backend()
+    );
+    io::stdout().flush()?;
+    let handle = running.shutdown_handle();
+    std::thread::spawn(move || {
+        let sig = wait_signal(&sigs);
+        eprintln!("ringway serve: signal {sig}, shutting down (draining)");
+        handle.shutdown();
+    });
+    let stats = running.wait(&rt);
+    eprintln!("ringway serve: stopped: {stats}");
+    Ok(())
+}
+
+async fn answer(mode: Mode, req: Request<Body>) -> Response<Body> {
+    match mode {
+        Mode::Hello => match req.uri().path() {
+            "/" | "/plaintext" => {
+                let mut r = Response::new(Body::from("Hello, World!"));
+                r.headers_mut()
+                    .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+                r
+            }
+            _ => not_found(),
+        },
+        Mode::Json => {
+            let v = serde_json::json!({ "message": "Hello, World!" });
+            let mut r = Response::new(Body::from(serde_json::to_vec(&v).unwrap_or_default()));
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            r
+        }
+        Mode::Echo => {
+            let (parts, body) = req.into_parts();
+            let body = body.bytes().await.unwrap_or_else(|_| Bytes::new());
+            let headers: Vec<(String, String)> = parts
+                .headers
+                .iter()
+                .map(|(n, v)| {
+                    (
+                        n.as_str().to_string(),
+                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                    )
+                })
+                .collect();
+            let v = serde_json::json!({
+                "method": parts.method.as_str(),
+                "target": parts.uri.to_string(),
+                "version": format!("{:?}", parts.version),
+                "headers": headers,
+                "body": String::from_utf8_lossy(&body),
+                "body_len": body.len(),
+            });
+            Response::builder()
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(serde_json::to_vec(&v).unwrap_or_default()))
+                .unwrap_or_default()
+        }
+    }
+}
+
+fn not_found() -> Response<Body> {
+    let mut r = Response::new(Body::from("Not Found\n"));
+    *r.status_mut() = StatusCode::NOT_FOUND;
+    r
+}
+
+fn block_signals() -> io::Result<libc::sigset_t> {
+    // SAFETY: sigset_t is plain data; the calls initialise it before use and only
+    // change this thread's signal mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        let r = libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        if r != 0 {
+            return Err(io::Error::from_raw_os_error(r));
+        }
+        Ok(set)
+    }
+}
+
+fn wait_signal(set: &libc::sigset_t) -> i32 {
+    let mut sig = 0;
+    // SAFETY: `set` was initialised by block_signals; `sig` is a valid out pointer.
+    unsafe { libc::sigwait(set, &mut sig) };
+    sig
+}

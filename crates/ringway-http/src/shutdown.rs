@@ -1,0 +1,173 @@
+//! Graceful shutdown: a `Send` handle that tells every core's server to stop accepting,
+//! finish what is in flight and close idle connections; and the per-core state the
+//! connections watch (and count themselves in, so the core knows when it has drained).
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::future::poll_fn;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Poll, Waker};
+
+use slab::Slab;
+
+thread_local! {
+    static REGISTRY: RefCell<HashMap<u64, Rc<CoreState>>> = RefCell::new(HashMap::new());
+}
+
+/// Per-core, per-server state: the shutdown flag and the live connections.
+pub(crate) struct CoreState {
+    id: u64,
+    down: Cell<bool>,
+    global: Arc<AtomicBool>,
+    watchers: RefCell<Slab<Option<Waker>>>,
+    drained: RefCell<Option<Waker>>,
+}
+
+impl CoreState {
+    /// Creates and registers this core's state for server `id`.
+    pub fn register(id: u64, global: Arc<AtomicBool>) -> Rc<CoreState> {
+        let s = Rc::new(CoreState {
+            id,
+            down: Cell::new(false),
+            global,
+            watchers: RefCell::new(Slab::new()),
+            drained: RefCell::new(None),
+        });
+        REGISTRY.with(|r| r.borrow_mut().insert(id, s.clone()));
+        if s.global.load(Ordering::SeqCst) {
+            s.trigger();
+        }
+        s
+    }
+
+    /// Removes the registration.
+    pub fn unregister(&self) {
+        REGISTRY.with(|r| r.borrow_mut().remove(&self.id));
+    }
+
+    fn trigger(&self) {
+        self.down.set(true);
+        let wakers: Vec<Waker> = self
+            .watchers
+            .borrow_mut()
+            .iter_mut()
+            .filter_map(|(_, w)| w.take())
+            .collect();
+        for w in wakers {
+            w.wake();
+        }
+    }
+
+    /// A slot for one watcher (a connection or the accept loop).
+    pub fn watch(self: &Rc<Self>) -> Watch {
+        let key = self.watchers.borrow_mut().insert(None);
+        Watch {
+            state: self.clone(),
+            key,
+        }
+    }
+
+    pub fn live(&self) -> usize {
+        // The accept loop holds no slot while draining: every slot is a connection.
+        self.watchers.borrow().len()
+    }
+
+    /// Waits until no connection is left.
+    pub async fn drained(&self) {
+        poll_fn(|cx| {
+            if self.live() == 0 {
+                Poll::Ready(())
+            } else {
+                *self.drained.borrow_mut() = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        })
+        .await
+    }
+}
+
+/// One watcher's registration; dropping it counts the connection as gone.
+pub(crate) struct Watch {
+    state: Rc<CoreState>,
+    key: usize,
+}
+
+impl Watch {
+    /// Resolves once shutdown has begun.
+    pub async fn down(&self) {
+        poll_fn(|cx| {
+            if self.state.down.get() {
+                return Poll::Ready(());
+            }
+            let mut w = self.state.watchers.borrow_mut();
+            if let Some(slot) = w.get_mut(self.key) {
+                match slot {
+                    Some(old) if old.will_wake(cx.waker()) => {}
+                    _ => *slot = Some(cx.waker().clone()),
+                }
+            }
+            Poll::Pending
+        })
+        .await
+    }
+
+    pub fn is_down(&self) -> bool {
+        self.state.down.get()
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.state.watchers.borrow_mut().try_remove(self.key);
+        if self.state.live() == 0 {
+            if let Some(w) = self.state.drained.borrow_mut().take() {
+                w.wake();
+            }
+        }
+    }
+}
+
+/// Starts the graceful shutdown of a running server from any thread.
+#[derive(Clone)]
+pub struct ShutdownHandle {
+    pub(crate) id: u64,
+    pub(crate) global: Arc<AtomicBool>,
+    pub(crate) rt: ringway::Handle,
+}
+
+impl ShutdownHandle {
+    /// Stops accepting on every core, lets in-flight requests finish (their responses
+    /// carry `Connection: close`), closes idle connections. Idempotent.
+    pub fn shutdown(&self) {
+        if self.global.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        for core in 0..self.rt.cores() {
+            let id = self.id;
+            self.rt
+                .spawn_on(core, move || async move {
+                    let s = REGISTRY.with(|r| r.borrow().get(&id).cloned());
+                    if let Some(s) = s {
+                        s.trigger();
+                    }
+                })
+                .detach();
+        }
+    }
+
+    /// Whether shutdown has been asked for.
+    pub fn is_shutdown(&self) -> bool {
+        self.global.load(Ordering::SeqCst)
+    }
+}
+
+impl std::fmt::Debug for ShutdownHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShutdownHandle")
+            .field("id", &self.id)
+            .field("down", &self.is_shutdown())
+            .finish()
+    }
+}

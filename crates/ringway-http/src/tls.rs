@@ -1,0 +1,135 @@
+//! TLS through rustls: the record layer is driven by the runtime's owned buffers.
+//! Ciphertext arrives as pool buffers from the multishot receive and is fed to
+//! `ServerConnection::read_tls`; outgoing records are gathered by `write_tls` into one
+//! `Vec` and leave in one send, so a batch of pipelined responses is still one send.
+
+use std::io::{self, Read as _, Write as _};
+use std::path::Path;
+use std::sync::Arc;
+
+use ringway::net::{RecvStream, TcpStream};
+use rustls::ServerConnection;
+
+use crate::input::Input;
+use crate::transport::Transport;
+
+/// A rustls server configuration from PEM files: ALPN `http/1.1`, TLS 1.2 and 1.3,
+/// session resumption by session id (1.2) and by tickets.
+pub fn server_config(cert: &Path, key: &Path) -> io::Result<Arc<rustls::ServerConfig>> {
+    let certs = rustls_pemfile::certs(&mut io::BufReader::new(std::fs::File::open(cert)?))
+        .collect::<Result<Vec<_>, _>>()?;
+    if certs.is_empty() {
+        return Err(io::Error::other(format!(
+            "no certificate in {}",
+            cert.display()
+        )));
+    }
+    let key = rustls_pemfile::private_key(&mut io::BufReader::new(std::fs::File::open(key)?))?
+        .ok_or_else(|| io::Error::other(format!("no private key in {}", key.display())))?;
+    server_config_from(certs, key)
+}
+
+/// As [`server_config`], from DER values already loaded.
+pub fn server_config_from(
+    certs: Vec<rustls::pki_types::CertificateDer<'static>>,
+    key: rustls::pki_types::PrivateKeyDer<'static>,
+) -> io::Result<Arc<rustls::ServerConfig>> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(io::Error::other)?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(io::Error::other)?;
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    cfg.session_storage = rustls::server::ServerSessionMemoryCache::new(4096);
+    cfg.ticketer = rustls::crypto::ring::Ticketer::new().map_err(io::Error::other)?;
+    Ok(Arc::new(cfg))
+}
+
+/// TLS over TCP.
+pub(crate) struct Tls {
+    stream: TcpStream,
+    rx: RecvStream,
+    conn: ServerConnection,
+    wire: Vec<u8>,
+    scratch: Box<[u8]>,
+}
+
+impl Tls {
+    pub fn new(mut stream: TcpStream, cfg: Arc<rustls::ServerConfig>) -> io::Result<Tls> {
+        let _ = stream.set_nodelay(true);
+        let rx = stream.recv_multishot();
+        Ok(Tls {
+            stream,
+            rx,
+            conn: ServerConnection::new(cfg).map_err(io::Error::other)?,
+            wire: Vec::with_capacity(4096),
+            scratch: vec![0; 16 * 1024].into_boxed_slice(),
+        })
+    }
+
+    /// Sends every record rustls has queued, in one send.
+    async fn flush_tls(&mut self) -> io::Result<()> {
+        while self.conn.wants_write() {
+            self.conn.write_tls(&mut self.wire)?;
+        }
+        if self.wire.is_empty() {
+            return Ok(());
+        }
+        let buf = std::mem::take(&mut self.wire);
+        let (r, mut buf) = self.stream.write_all(buf).await;
+        buf.clear();
+        self.wire = buf;
+        r
+    }
+}
+
+impl Transport for Tls {
+    async fn recv(&mut self, input: &mut Input) -> io::Result<usize> {
+        loop {
+            // Plaintext already decrypted? (Through a scratch buffer that is zeroed once,
+            // not per read.)
+            match self.conn.reader().read(&mut self.scratch[..]) {
+                Ok(n) => {
+                    input.own_mut().extend_from_slice(&self.scratch[..n]);
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+            // Handshake records to send?
+            self.flush_tls().await?;
+            let Some(chunk) = self.rx.next().await else {
+                return Ok(0);
+            };
+            let chunk = chunk?;
+            let mut rest: &[u8] = &chunk;
+            while !rest.is_empty() {
+                self.conn.read_tls(&mut rest)?;
+                if let Err(e) = self.conn.process_new_packets() {
+                    // Tell the peer why (an alert), then give up.
+                    let _ = self.flush_tls().await;
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+                }
+            }
+            if let Err(e) = self.conn.process_new_packets() {
+                let _ = self.flush_tls().await;
+                return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+            }
+        }
+    }
+
+    async fn send(&mut self, buf: Vec<u8>) -> (io::Result<()>, Vec<u8>) {
+        if let Err(e) = self.conn.writer().write_all(&buf) {
+            return (Err(e), buf);
+        }
+        (self.flush_tls().await, buf)
+    }
+
+    async fn close_write(&mut self) {
+        self.conn.send_close_notify();
+        let _ = self.flush_tls().await;
+        let _ = self.stream.shutdown(std::net::Shutdown::Write);
+    }
+}

@@ -1,0 +1,410 @@
+//! Shared by the integration tests: an in-process server on its own thread (bound to
+//! 127.0.0.1:0, stopped by its shutdown handle and joined), a strict little response
+//! reader for the client side, and the h11 cross-check.
+#![allow(dead_code)]
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http::{Request, Response, StatusCode};
+use ringway::Backend;
+use ringway_http::{Body, Config, Server, ShutdownHandle, StatsSnapshot};
+
+/// A server running the test handler on one core of its own runtime.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub shutdown: ShutdownHandle,
+    pub rt: ringway::Handle,
+    thread: Option<std::thread::JoinHandle<StatsSnapshot>>,
+}
+
+impl TestServer {
+    pub fn start(cfg: Config) -> TestServer {
+        Self::start_with(cfg, None, None)
+    }
+
+    pub fn start_with(
+        cfg: Config,
+        backend: Option<Backend>,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> TestServer {
+        Self::start_full(cfg, backend, tls, None)
+    }
+
+    /// A server of the files under `dir`.
+    pub fn start_static(dir: PathBuf) -> TestServer {
+        Self::start_full(Config::default(), None, None, Some(dir))
+    }
+
+    fn start_full(
+        cfg: Config,
+        backend: Option<Backend>,
+        tls: Option<Arc<rustls::ServerConfig>>,
+        dir: Option<PathBuf>,
+    ) -> TestServer {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let mut b = ringway::Runtime::builder();
+            b.worker_threads(1);
+            if let Some(be) = backend {
+                b.backend(be);
+            }
+            let rt = b.build().expect("runtime");
+            let mut server = Server::new(cfg);
+            if let Some(t) = tls {
+                server = server.with_tls(t);
+            }
+            let running = match dir {
+                None => server.start(&rt, "127.0.0.1:0", || test_handler),
+                Some(dir) => {
+                    let files = ringway_http::files::StaticFiles::new(dir).expect("static dir");
+                    server.start(&rt, "127.0.0.1:0", move || {
+                        let files = files.clone();
+                        move |req: Request<Body>| {
+                            let files = files.clone();
+                            async move { files.serve(&req).await }
+                        }
+                    })
+                }
+            }
+            .expect("server start");
+            tx.send((running.local_addr(), running.shutdown_handle(), rt.handle()))
+                .unwrap();
+            running.wait(&rt)
+        });
+        let (addr, shutdown, rt) = rx.recv().expect("server started");
+        TestServer {
+            addr,
+            shutdown,
+            rt,
+            thread: Some(thread),
+        }
+    }
+
+    /// Graceful shutdown, then joins the server thread.
+    pub fn stop(mut self) -> StatsSnapshot {
+        self.shutdown.shutdown();
+        self.thread.take().unwrap().join().expect("server thread")
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(t) = self.thread.take() {
+            self.shutdown.shutdown();
+            let _ = t.join();
+        }
+    }
+}
+
+/// The handler under test: echoes the parsed request as JSON, with a few special paths.
+pub async fn test_handler(req: Request<Body>) -> Response<Body> {
+    let path = req.uri().path().to_string();
+    let status = |s: u16| {
+        let mut r = Response::new(Body::empty());
+        *r.status_mut() = StatusCode::from_u16(s).unwrap();
+        r
+    };
+    match path.as_str() {
+        "/status/204" => return status(204),
+        "/status/304" => return status(304),
+        "/stream" => {
+            let mut n = 0;
+            return Response::new(Body::from_fn(None, move |_| {
+                n += 1;
+                std::task::Poll::Ready(if n <= 3 {
+                    Some(Ok(bytes::Bytes::from(format!("part{n};"))))
+                } else {
+                    None
+                })
+            }));
+        }
+        "/stats" => {
+            let v = serde_json::json!({ "submitted": ringway::runtime::driver_stats().submitted });
+            return Response::new(Body::from(v.to_string()));
+        }
+        "/big" => return Response::new(Body::from(vec![b'z'; 32 << 20])),
+        "/sleep" => {
+            ringway::time::sleep(Duration::from_millis(300)).await;
+        }
+        _ => {}
+    }
+    let (parts, mut body) = req.into_parts();
+    if path == "/chunks" {
+        // Reads the body piece by piece as it streams in.
+        let (mut pieces, mut total) = (0, 0);
+        while let Some(c) = body.chunk().await {
+            match c {
+                Ok(c) => {
+                    pieces += 1;
+                    total += c.len();
+                }
+                Err(_) => return status(400),
+            }
+        }
+        let v = serde_json::json!({ "pieces": pieces, "total": total });
+        return Response::new(Body::from(v.to_string()));
+    }
+    if path == "/ignore-body" {
+        return Response::new(Body::from("ignored"));
+    }
+    let Ok(body) = body.bytes().await else {
+        return status(400);
+    };
+    let v = serde_json::json!({
+        "method": parts.method.as_str(),
+        "target": parts.uri.to_string(),
+        "body": String::from_utf8_lossy(&body),
+        "body_len": body.len(),
+    });
+    Response::new(Body::from(v.to_string()))
+}
+
+/// A client connection with a read timeout.
+pub fn connect(addr: SocketAddr) -> TcpStream {
+    let s = TcpStream::connect(addr).expect("connect");
+    s.set_nodelay(true).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s
+}
+
+/// One parsed response.
+#[derive(Debug, Clone)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, Vec<u8>)>,
+    pub body: Vec<u8>,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_slice())
+    }
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// Parses as many complete responses as `buf` holds (`heads[i]`: the i-th request was
+/// HEAD). Returns the responses and the bytes they took.
+pub fn parse_responses(buf: &[u8], heads: &[bool], eof: bool) -> (Vec<Resp>, usize) {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    loop {
+        let mut fields = [httparse::EMPTY_HEADER; 64];
+        let mut r = httparse::Response::new(&mut fields);
+        let n = match r.parse(&buf[pos..]) {
+            Ok(httparse::Status::Complete(n)) => n,
+            _ => return (out, pos),
+        };
+        let status = r.code.unwrap();
+        let headers: Vec<(String, Vec<u8>)> = r
+            .headers
+            .iter()
+            .map(|h| (h.name.to_string(), h.value.to_vec()))
+            .collect();
+        let get = |name: &str| {
+            headers
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.clone())
+        };
+        let mut p = pos + n;
+        let final_index = out.iter().filter(|r: &&Resp| r.status >= 200).count();
+        let is_head = heads.get(final_index).copied().unwrap_or(false);
+        let body;
+        if status < 200 || status == 204 || status == 304 || is_head {
+            body = Vec::new();
+        } else if let Some(cl) = get("content-length") {
+            let cl: usize = std::str::from_utf8(&cl).unwrap().parse().unwrap();
+            if buf.len() - p < cl {
+                return (out, pos);
+            }
+            body = buf[p..p + cl].to_vec();
+            p += cl;
+        } else if get("transfer-encoding").is_some() {
+            match ringway_http::chunked::decode_all(&buf[p..], 1024, 8192) {
+                Ok(Some((b, used))) => {
+                    body = b;
+                    p += used;
+                }
+                _ => return (out, pos),
+            }
+        } else {
+            if !eof {
+                return (out, pos);
+            }
+            body = buf[p..].to_vec();
+            p = buf.len();
+        }
+        out.push(Resp {
+            status,
+            headers,
+            body,
+        });
+        pos = p;
+    }
+}
+
+/// What reading a connection gave.
+#[derive(Debug)]
+pub struct Exchange {
+    pub responses: Vec<Resp>,
+    pub raw: Vec<u8>,
+    pub closed: bool,
+}
+
+impl Exchange {
+    /// Final statuses (1xx left out).
+    pub fn statuses(&self) -> Vec<u16> {
+        self.responses
+            .iter()
+            .filter(|r| r.status >= 200)
+            .map(|r| r.status)
+            .collect()
+    }
+}
+
+/// Reads until `want` final responses have arrived and, if `until_close`, until the
+/// server closes (at most `limit` in all).
+pub fn read_exchange(
+    s: &mut TcpStream,
+    want: usize,
+    heads: &[bool],
+    until_close: bool,
+    limit: Duration,
+) -> Exchange {
+    let start = Instant::now();
+    let mut raw = Vec::new();
+    let mut closed = false;
+    let mut buf = [0u8; 16384];
+    loop {
+        let (resps, _) = parse_responses(&raw, heads, closed);
+        let finals = resps.iter().filter(|r| r.status >= 200).count();
+        if closed || (!until_close && finals >= want) || start.elapsed() > limit {
+            return Exchange {
+                responses: resps,
+                raw,
+                closed,
+            };
+        }
+        s.set_read_timeout(Some(
+            limit
+                .saturating_sub(start.elapsed())
+                .max(Duration::from_millis(10)),
+        ))
+        .unwrap();
+        match s.read(&mut buf) {
+            Ok(0) => closed = true,
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => closed = true,
+            Err(e)
+                if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::TimedOut => {
+            }
+            Err(e) => panic!("read: {e}"),
+        }
+    }
+}
+
+/// Writes `parts` one by one (a short pause between them so they arrive apart).
+pub fn write_parts(s: &mut TcpStream, parts: &[&[u8]], pause: Duration) {
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 && !pause.is_zero() {
+            std::thread::sleep(pause);
+        }
+        if s.write_all(p).is_err() {
+            return; // the server may already have answered and closed
+        }
+    }
+}
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The Python of the `.venv` holding h11, created if missing.
+pub fn h11_python() -> PathBuf {
+    let root = workspace_root();
+    let py = root.join(".venv/bin/python");
+    let ok = |py: &PathBuf| {
+        std::process::Command::new(py)
+            .args(["-c", "import h11"])
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
+    };
+    if !ok(&py) {
+        let venv = std::process::Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(root.join(".venv"))
+            .status();
+        assert!(
+            matches!(venv, Ok(s) if s.success()),
+            "h11 check needs python3 with venv (apt-get install python3-venv)"
+        );
+        let pip = std::process::Command::new(root.join(".venv/bin/pip"))
+            .args(["install", "-q", "h11"])
+            .status();
+        assert!(
+            matches!(pip, Ok(s) if s.success()),
+            "could not install h11 into .venv (pip install h11 needs network access)"
+        );
+    }
+    py
+}
+
+/// Runs h11 over every `(methods, raw bytes, closed)` response stream; panics with its
+/// complaints if it refuses any.
+pub fn check_with_h11(streams: &[(Vec<String>, Vec<u8>, bool)]) {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("ringway-h11-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let data: Vec<serde_json::Value> = streams
+        .iter()
+        .map(|(m, raw, closed)| {
+            serde_json::json!({
+                "methods": m,
+                "raw": raw.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+                "closed": closed,
+            })
+        })
+        .collect();
+    let input = dir.join("streams.json");
+    std::fs::write(&input, serde_json::to_vec(&data).unwrap()).unwrap();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/h11_check.py");
+    let out = std::process::Command::new(h11_python())
+        .arg(&script)
+        .arg(&input)
+        .output()
+        .expect("run h11 check");
+    let _ = std::fs::remove_dir_all(&dir);
+    eprint!("{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "h11 refused responses:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The `ringway` binary, built by `cargo build -p ringway-cli` into this target dir.
+pub fn ringway_bin() -> PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let st = std::process::Command::new(cargo)
+        .args(["build", "-q", "-p", "ringway-cli", "--bin", "ringway"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .expect("cargo build");
+    assert!(st.success(), "building the ringway binary failed");
+    // Tests live in target/<profile>/deps; the binary in target/<profile>.
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().join("ringway")
+}

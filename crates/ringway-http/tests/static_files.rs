@@ -1,0 +1,107 @@
+//! Static files over real sockets: content types, ETag/Last-Modified and 304, single
+//! ranges (206, 416), HEAD, large files streamed whole, and traversal refused (`..`,
+//! encoded `..`, symlinks leaving the root).
+
+mod common;
+
+use std::io::Write;
+use std::time::Duration;
+
+use common::*;
+
+fn req(server: &TestServer, head: &str) -> Resp {
+    let mut s = connect(server.addr);
+    s.write_all(format!("{head}Host: a\r\nConnection: close\r\n\r\n").as_bytes())
+        .unwrap();
+    let is_head = head.starts_with("HEAD");
+    let ex = read_exchange(&mut s, 1, &[is_head], true, Duration::from_secs(10));
+    ex.responses
+        .into_iter()
+        .find(|r| r.status >= 200)
+        .expect("a response")
+}
+
+#[test]
+fn static_files() {
+    let base = std::env::temp_dir().join(format!("ringway-static-{}", std::process::id()));
+    let root = base.join("root");
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::write(root.join("index.html"), "<h1>hi</h1>").unwrap();
+    std::fs::write(root.join("sub/data.json"), "{\"a\":1}").unwrap();
+    let big: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(root.join("big.bin"), &big).unwrap();
+    std::fs::write(base.join("secret.txt"), "secret").unwrap();
+    std::os::unix::fs::symlink(base.join("secret.txt"), root.join("escape.txt")).unwrap();
+    let server = TestServer::start_static(root.clone());
+
+    let r = req(&server, "GET / HTTP/1.1\r\n");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, b"<h1>hi</h1>");
+    assert_eq!(
+        r.header("content-type"),
+        Some(&b"text/html; charset=utf-8"[..])
+    );
+    let r = req(&server, "GET /sub/data.json HTTP/1.1\r\n");
+    assert_eq!(r.header("content-type"), Some(&b"application/json"[..]));
+    let etag = String::from_utf8(r.header("etag").unwrap().to_vec()).unwrap();
+    let lm = String::from_utf8(r.header("last-modified").unwrap().to_vec()).unwrap();
+    // Conditional requests.
+    let r = req(
+        &server,
+        &format!("GET /sub/data.json HTTP/1.1\r\nIf-None-Match: {etag}\r\n"),
+    );
+    assert_eq!(r.status, 304);
+    assert!(r.body.is_empty() && r.header("content-length").is_none());
+    let r = req(
+        &server,
+        &format!("GET /sub/data.json HTTP/1.1\r\nIf-Modified-Since: {lm}\r\n"),
+    );
+    assert_eq!(r.status, 304);
+    let r = req(
+        &server,
+        "GET /sub/data.json HTTP/1.1\r\nIf-None-Match: \"other\"\r\n",
+    );
+    assert_eq!(r.status, 200);
+    // Ranges.
+    let r = req(&server, "GET /big.bin HTTP/1.1\r\nRange: bytes=100-199\r\n");
+    assert_eq!(r.status, 206);
+    assert_eq!(r.body, &big[100..200]);
+    assert_eq!(
+        r.header("content-range"),
+        Some(&b"bytes 100-199/300000"[..])
+    );
+    let r = req(&server, "GET /big.bin HTTP/1.1\r\nRange: bytes=-10\r\n");
+    assert_eq!(r.body, &big[big.len() - 10..]);
+    let r = req(&server, "GET /big.bin HTTP/1.1\r\nRange: bytes=400000-\r\n");
+    assert_eq!(r.status, 416);
+    let r = req(
+        &server,
+        "GET /big.bin HTTP/1.1\r\nRange: bytes=0-1\r\nIf-Range: \"stale\"\r\n",
+    );
+    assert_eq!(r.status, 200, "If-Range mismatch: whole file");
+    // Whole large file, and HEAD.
+    let r = req(&server, "GET /big.bin HTTP/1.1\r\n");
+    assert_eq!(r.body, big);
+    let r = req(&server, "HEAD /big.bin HTTP/1.1\r\n");
+    assert_eq!(r.header("content-length"), Some(&b"300000"[..]));
+    assert!(r.body.is_empty());
+    // Traversal.
+    for bad in [
+        "/../secret.txt",
+        "/%2e%2e/secret.txt",
+        "/sub/..%2f..%2fsecret.txt",
+        "/escape.txt",
+        "/missing",
+    ] {
+        let r = req(&server, &format!("GET {bad} HTTP/1.1\r\n"));
+        assert_eq!(r.status, 404, "{bad}");
+        assert!(!r.body.starts_with(b"secret"));
+    }
+    let r = req(
+        &server,
+        "POST /index.html HTTP/1.1\r\nContent-Length: 0\r\n",
+    );
+    assert_eq!(r.status, 405);
+    server.stop();
+    let _ = std::fs::remove_dir_all(&base);
+}
