@@ -62,6 +62,13 @@ pub struct ServeArgs {
     /// Largest request body in bytes.
     #[arg(long, default_value_t = 8 << 20)]
     max_body: u64,
+    /// Send static file bodies of at least this many bytes with splice (file -> pipe ->
+    /// socket) on plain TCP. Off by default: see crates/ringway-http/README.md.
+    #[arg(long, value_name = "BYTES")]
+    splice_min: Option<u64>,
+    /// Never send file bodies with splice (the default; overrides --splice-min).
+    #[arg(long)]
+    no_splice: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -91,6 +98,11 @@ pub fn run(args: ServeArgs) -> io::Result<()> {
         idle_timeout: Duration::from_millis(args.idle_timeout_ms),
         drain_timeout: Duration::from_millis(args.drain_timeout_ms),
         max_body_size: args.max_body,
+        splice_min: if args.no_splice {
+            None
+        } else {
+            args.splice_min
+        },
         ..Config::default()
     };
     let mut server = Server::new(cfg);

@@ -13,6 +13,13 @@ use bytes::{Bytes, BytesMut};
 pub trait BodyStream {
     /// The next chunk, `None` at the end.
     fn poll_chunk(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<io::Result<Bytes>>>;
+
+    /// If the rest of the stream is a region of a file: the file and the region
+    /// (`start..end`). A plain TCP connection may then send it with `splice` instead of
+    /// polling chunks (see [`Config::splice_min`](crate::Config::splice_min)).
+    fn file_region(&self) -> Option<(&ringway::fs::File, u64, u64)> {
+        None
+    }
 }
 
 /// A [`BodyStream`] from a closure.

@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http::{Method, Request};
+use ringway::io::Pipe;
 use ringway::time::timeout;
 
 use crate::body::Body;
@@ -30,6 +31,9 @@ use crate::select::{race, Either};
 use crate::server::Shared;
 use crate::shutdown::Watch;
 use crate::transport::Transport;
+
+/// Bytes moved per splice: the default capacity of a pipe.
+const SPLICE_CHUNK: usize = 64 * 1024;
 
 /// What to do after one exchange.
 enum Step {
@@ -61,6 +65,8 @@ pub(crate) struct Conn<T: Transport, H: Handler> {
     served: u64,
     peer: Option<SocketAddr>,
     gate: HeadGate,
+    /// For splicing file bodies to the socket; made at the first one.
+    pipe: Option<Pipe>,
 }
 
 use std::sync::Arc;
@@ -83,6 +89,7 @@ impl<T: Transport, H: Handler> Conn<T, H> {
             served: 0,
             peer,
             gate: HeadGate::default(),
+            pipe: None,
         }
     }
 
@@ -421,6 +428,16 @@ impl<T: Transport, H: Handler> Conn<T, H> {
             mut stream,
             framing,
         } = p;
+        if let StreamFraming::Length(n) = framing {
+            let big = self.shared.cfg.splice_min.is_some_and(|min| n >= min);
+            if let (true, Some(sock)) = (big, self.t.splice_target()) {
+                if let Some((file, start, end)) = stream.file_region() {
+                    if end - start == n {
+                        return self.splice_body(file, start, end, sock).await;
+                    }
+                }
+            }
+        }
         let mut sent = 0u64;
         loop {
             match poll_fn(|cx| stream.as_mut().poll_chunk(cx)).await {
@@ -459,6 +476,62 @@ impl<T: Transport, H: Handler> Conn<T, H> {
                 }
             }
         }
+    }
+
+    /// Sends the head pending in the output, then `start..end` of `file` with splice
+    /// (file -> pipe -> socket, in pipe-sized chunks; each step bounded by the send
+    /// timeout). Returns the body bytes sent, `None` on failure.
+    async fn splice_body(
+        &mut self,
+        file: &ringway::fs::File,
+        start: u64,
+        end: u64,
+        sock: std::os::fd::RawFd,
+    ) -> Option<u64> {
+        if !self.out.is_empty() && !self.flush().await {
+            return None;
+        }
+        if self.pipe.is_none() {
+            match Pipe::new() {
+                Ok(p) => self.pipe = Some(p),
+                Err(e) => {
+                    self.io_failed(&e);
+                    return None;
+                }
+            }
+        }
+        let pipe = self.pipe.as_ref().expect("made above");
+        let limit = self.shared.cfg.send_timeout;
+        let mut pos = start;
+        while pos < end {
+            let want = (end - pos).min(SPLICE_CHUNK as u64) as usize;
+            let mut left = match pipe.splice_from_file(file, pos, want).await {
+                // The file shrank under us: the promised length cannot be kept.
+                Ok(0) => return None,
+                Ok(n) => n,
+                Err(e) => {
+                    self.io_failed(&e);
+                    return None;
+                }
+            };
+            pos += left as u64;
+            while left > 0 {
+                match timeout(limit, pipe.splice_to(&sock, left)).await {
+                    Ok(Ok(0)) => return None,
+                    Ok(Ok(m)) => left -= m,
+                    Ok(Err(e)) => {
+                        self.io_failed(&e);
+                        return None;
+                    }
+                    Err(_) => {
+                        self.shared.stats.send_timeout();
+                        return None;
+                    }
+                }
+            }
+        }
+        self.shared.stats.spliced(end - start);
+        Some(end - start)
     }
 
     /// Appends the error response for `e` and counts it.

@@ -330,6 +330,13 @@ impl BodyStream for FileStream {
             Err(e) => Poll::Ready(Some(Err(e))),
         }
     }
+
+    fn file_region(&self) -> Option<(&File, u64, u64)> {
+        // Not once a read is under way: its bytes would be sent twice.
+        self.reading
+            .is_none()
+            .then_some((&self.file, self.pos, self.end))
+    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ pub struct Stats {
     io_errors: AtomicU64,
     tls_errors: AtomicU64,
     accept_errors: AtomicU64,
+    spliced_bytes: AtomicU64,
 }
 
 /// A copy of the counters at one moment.
@@ -37,6 +38,8 @@ pub struct StatsSnapshot {
     pub tls_errors: u64,
     /// Failed accepts (EMFILE and the like).
     pub accept_errors: u64,
+    /// Body bytes sent with `splice` (file -> pipe -> socket).
+    pub spliced_bytes: u64,
 }
 
 impl StatsSnapshot {
@@ -74,6 +77,9 @@ impl Stats {
     pub(crate) fn accept_error(&self) {
         self.accept_errors.fetch_add(1, Relaxed);
     }
+    pub(crate) fn spliced(&self, n: u64) {
+        self.spliced_bytes.fetch_add(n, Relaxed);
+    }
 
     /// The counters now.
     pub fn snapshot(&self) -> StatsSnapshot {
@@ -89,6 +95,7 @@ impl Stats {
             io_errors: self.io_errors.load(Relaxed),
             tls_errors: self.tls_errors.load(Relaxed),
             accept_errors: self.accept_errors.load(Relaxed),
+            spliced_bytes: self.spliced_bytes.load(Relaxed),
         }
     }
 }
@@ -111,6 +118,7 @@ impl fmt::Display for StatsSnapshot {
             ("io_errors", self.io_errors),
             ("tls_errors", self.tls_errors),
             ("accept_errors", self.accept_errors),
+            ("spliced_bytes", self.spliced_bytes),
         ] {
             if n > 0 {
                 write!(f, " {name} {n}")?;

@@ -2,6 +2,7 @@
 //! buffers, one send per batch) or TLS over TCP (see [`crate::tls`]).
 
 use std::io;
+use std::os::fd::{AsRawFd, RawFd};
 
 use ringway::net::{RecvStream, TcpStream};
 
@@ -19,6 +20,10 @@ pub(crate) trait Transport {
     ) -> impl std::future::Future<Output = (io::Result<()>, Vec<u8>)>;
     /// Ends the write direction (after a TLS `close_notify` where there is one).
     fn close_write(&mut self) -> impl std::future::Future<Output = ()>;
+    /// The socket, if bytes spliced into it go to the peer unchanged (not under TLS).
+    fn splice_target(&self) -> Option<RawFd> {
+        None
+    }
 }
 
 /// Plain TCP.
@@ -54,5 +59,9 @@ impl Transport for Tcp {
 
     async fn close_write(&mut self) {
         let _ = self.stream.shutdown(std::net::Shutdown::Write);
+    }
+
+    fn splice_target(&self) -> Option<RawFd> {
+        Some(self.stream.as_raw_fd())
     }
 }

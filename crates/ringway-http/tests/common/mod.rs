@@ -39,6 +39,10 @@ impl TestServer {
         Self::start_full(Config::default(), None, None, Some(dir))
     }
 
+    pub fn start_static_with(dir: PathBuf, cfg: Config, backend: Option<Backend>) -> TestServer {
+        Self::start_full(cfg, backend, None, Some(dir))
+    }
+
     fn start_full(
         cfg: Config,
         backend: Option<Backend>,

@@ -36,9 +36,11 @@ fn direction(op: &Op) -> Dir {
         | Op::Recv { .. }
         | Op::RecvPool { .. }
         | Op::RecvFrom { .. } => Dir::Read,
-        Op::Connect { .. } | Op::Send { .. } | Op::SendVectored { .. } | Op::SendTo { .. } => {
-            Dir::Write
-        }
+        Op::Connect { .. }
+        | Op::Send { .. }
+        | Op::SendVectored { .. }
+        | Op::SendTo { .. }
+        | Op::Splice { .. } => Dir::Write,
         Op::Poll { events, .. } if *events & libc::POLLIN as u32 != 0 => Dir::Read,
         Op::Poll { .. } => Dir::Write,
         _ => Dir::Now,
@@ -629,6 +631,38 @@ fn attempt(slot: &mut super::op::Slot, pool: &crate::buf::BufferPool) -> Attempt
                 if blocked(r) {
                     return Attempt::Blocked;
                 }
+                Attempt::Done {
+                    c: Completion::new(r),
+                    drained: false,
+                }
+            }
+            Op::Splice {
+                fd_in,
+                off_in,
+                fd_out,
+                len,
+            } => {
+                // Parked on `fd_out` (a full pipe or socket). The input is a file or a
+                // pipe the caller filled, so it does not make us wait.
+                let mut off = off_in.map_or(0, |o| o as libc::loff_t);
+                let off_ptr = if off_in.is_some() {
+                    &mut off as *mut libc::loff_t
+                } else {
+                    std::ptr::null_mut()
+                };
+                let r = res(libc::splice(
+                    fd_in,
+                    off_ptr,
+                    fd_out,
+                    std::ptr::null_mut(),
+                    len as usize,
+                    libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK,
+                ));
+                if blocked(r) {
+                    return Attempt::Blocked;
+                }
+                // A short splice may be the end of the file, not a full output: never
+                // count it as drained (that would wait for an edge that may not come).
                 Attempt::Done {
                     c: Completion::new(r),
                     drained: false,

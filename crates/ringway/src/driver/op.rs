@@ -80,6 +80,19 @@ pub enum Op {
     Shutdown { fd: RawFd, how: i32 },
     /// Closes an fd.
     Close { fd: RawFd },
+    /// Moves up to `len` bytes from `fd_in` to `fd_out` inside the kernel (`splice`);
+    /// one of the two must be a pipe. `off_in` is the offset to read a file at (`None`:
+    /// the fd's own position, as pipes and sockets need). Completes with the count moved,
+    /// 0 at the end of the input. On epoll it waits for `fd_out` to be writable. On
+    /// io_uring the kernel runs it in a worker which, while it waits for room in a
+    /// socket, holds the pipe's lock: closing the pipe then blocks until it is done, so
+    /// keep the pipe open until the final completion (`io::Pipe` does).
+    Splice {
+        fd_in: RawFd,
+        off_in: Option<u64>,
+        fd_out: RawFd,
+        len: u32,
+    },
     /// Waits for readiness (`POLLIN`/`POLLOUT` bits); completes with the ready mask.
     /// For loops (like asyncio's) that do their own I/O.
     Poll {
@@ -108,6 +121,8 @@ impl Op {
             | Op::Shutdown { fd, .. }
             | Op::Close { fd }
             | Op::Poll { fd, .. } => Some(fd),
+            // The side that may have to wait for room (see the epoll backend).
+            Op::Splice { fd_out, .. } => Some(fd_out),
             Op::Nop | Op::Open { .. } => None,
         }
     }

@@ -229,6 +229,18 @@ impl Uring {
             }
             Op::Shutdown { fd, how } => opcode::Shutdown::new(types::Fd(fd), how).build(),
             Op::Close { fd } => opcode::Close::new(types::Fd(fd)).build(),
+            Op::Splice {
+                fd_in,
+                off_in,
+                fd_out,
+                len,
+            } => {
+                // -1: no offset (the fd's position); the pipe side must have none.
+                let off = off_in.map_or(-1, |o| o as i64);
+                opcode::Splice::new(types::Fd(fd_in), off, types::Fd(fd_out), -1, len)
+                    .flags(libc::SPLICE_F_MOVE)
+                    .build()
+            }
             Op::Poll {
                 fd,
                 events,

@@ -8,6 +8,9 @@
 //! completions (multishot accept and receive).
 
 pub mod ops;
+mod pipe;
+
+pub use pipe::Pipe;
 
 use std::any::Any;
 use std::future::Future;

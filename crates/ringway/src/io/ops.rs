@@ -248,3 +248,29 @@ impl Operation for Simple {
         result(&c)
     }
 }
+
+/// Move bytes between two fds inside the kernel (`splice`); one must be a pipe.
+pub struct Splice {
+    pub(crate) fd_in: RawFd,
+    pub(crate) off_in: Option<u64>,
+    pub(crate) fd_out: RawFd,
+    pub(crate) len: u32,
+    /// Kept alive until the final completion, even if the future is dropped: the fds'
+    /// owner (see `io::Pipe`).
+    pub(crate) _hold: Option<std::rc::Rc<dyn std::any::Any>>,
+}
+
+impl Operation for Splice {
+    type Output = io::Result<usize>;
+    fn op(&mut self) -> Op {
+        Op::Splice {
+            fd_in: self.fd_in,
+            off_in: self.off_in,
+            fd_out: self.fd_out,
+            len: self.len,
+        }
+    }
+    fn complete(self, c: Completion) -> Self::Output {
+        result(&c)
+    }
+}
