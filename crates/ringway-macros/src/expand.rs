@@ -420,9 +420,9 @@ mod tests {
         let out = test(
             quote!(),
             quote!(
-                #[ignore]
+                #[should_panic(expected = "forwarded")]
                 async fn works() {
-                    assert!(true);
+                    panic!("forwarded");
                 }
             ),
         );
@@ -430,13 +430,13 @@ mod tests {
             out,
             quote! {
                 #[::core::prelude::v1::test]
-                #[ignore]
+                #[should_panic(expected = "forwarded")]
                 fn works() {
                     ::ringway::Runtime::builder()
                         .worker_threads(1)
                         .build()
                         .expect("ringway: failed to start the runtime")
-                        .block_on(async move { assert!(true); })
+                        .block_on(async move { panic!("forwarded"); })
                 }
             },
         );
