@@ -3,57 +3,22 @@
 use std::io::{self, Write as _};
 use std::net::SocketAddr;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use ringway::net::{ListenOptions, TcpListener, TcpStream};
-use ringway::{Backend, Runtime};
 
-/// Backend choice on the command line.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum BackendArg {
-    /// io_uring if the kernel allows, else epoll.
-    Auto,
-    /// io_uring or fail.
-    Uring,
-    /// epoll.
-    Epoll,
-}
-
-impl From<BackendArg> for Backend {
-    fn from(b: BackendArg) -> Backend {
-        match b {
-            BackendArg::Auto => Backend::Auto,
-            BackendArg::Uring => Backend::Uring,
-            BackendArg::Epoll => Backend::Epoll,
-        }
-    }
-}
+use crate::runtime_args::RuntimeArgs;
 
 #[derive(Debug, Args)]
 pub struct EchoArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:7000")]
     bind: SocketAddr,
-    /// I/O backend (default: auto, or RINGWAY_BACKEND if set).
-    #[arg(long, value_enum)]
-    backend: Option<BackendArg>,
-    /// Worker threads (cores); default: one per CPU.
-    #[arg(long)]
-    threads: Option<usize>,
-    /// Pin each worker to its CPU.
-    #[arg(long)]
-    pin: bool,
+    #[command(flatten)]
+    runtime: RuntimeArgs,
 }
 
 pub fn run(args: EchoArgs) -> io::Result<()> {
-    let mut b = Runtime::builder();
-    if let Some(backend) = args.backend {
-        b.backend(backend.into());
-    }
-    if let Some(t) = args.threads {
-        b.worker_threads(t);
-    }
-    b.pin_threads(args.pin);
-    let rt = b.build()?;
+    let rt = args.runtime.build()?;
     let bind = args.bind;
     // Bind on core 0 first, so a bad address fails here with a clear message and port 0
     // resolves to one port shared by every core's listener.

@@ -5,6 +5,7 @@
 
 mod echo;
 mod load;
+mod runtime_args;
 mod serve;
 
 use clap::{Parser, Subcommand};

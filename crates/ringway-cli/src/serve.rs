@@ -10,25 +10,17 @@ use std::time::Duration;
 use bytes::Bytes;
 use clap::Args;
 use http::{header, HeaderValue, Request, Response, StatusCode};
-use ringway::Runtime;
 use ringway_http::{Body, Config, Server};
 
-use crate::echo::BackendArg;
+use crate::runtime_args::RuntimeArgs;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     bind: SocketAddr,
-    /// Worker threads (cores); default: one per CPU.
-    #[arg(long)]
-    threads: Option<usize>,
-    /// I/O backend (default: auto, or RINGWAY_BACKEND if set).
-    #[arg(long, value_enum)]
-    backend: Option<BackendArg>,
-    /// Pin each worker to its CPU.
-    #[arg(long)]
-    pin: bool,
+    #[command(flatten)]
+    runtime: RuntimeArgs,
     /// Answer `Hello, World!` (text/plain) at `/` and `/plaintext`.
     #[arg(long, group = "mode")]
     hello: bool,
@@ -83,15 +75,7 @@ pub fn run(args: ServeArgs) -> io::Result<()> {
     // waits for them with sigwait and starts the graceful shutdown. The runtime has no
     // signal support of its own.
     let sigs = block_signals()?;
-    let mut b = Runtime::builder();
-    if let Some(backend) = args.backend {
-        b.backend(backend.into());
-    }
-    if let Some(t) = args.threads {
-        b.worker_threads(t);
-    }
-    b.pin_threads(args.pin);
-    let rt = b.build()?;
+    let rt = args.runtime.build()?;
     let cfg = Config {
         access_log: !args.no_access_log,
         header_timeout: Duration::from_millis(args.header_timeout_ms),
