@@ -81,22 +81,10 @@ pub struct Iteration {
 /// (`p50`, `p90`, `p99`, `p999`, `max`) and `errors` are a contract with other tools.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
-    /// `closed`, `open` or `batch`.
-    pub mode: String,
-    /// The client runtime's backend, with its flags.
-    pub backend: String,
-    /// URLs.
-    pub urls: Vec<String>,
-    /// Connections (concurrent).
-    pub connections: usize,
-    /// Client threads.
-    pub threads: usize,
-    /// Pipeline depth.
-    pub pipeline: usize,
-    /// Requests per connection, if limited.
-    pub per_connection: Option<u64>,
-    /// Open loop: the target rate.
-    pub target_rate: Option<f64>,
+    /// What was run: mode, backend, URLs, connections, threads, pipeline, `-x`, `-R`
+    /// (flattened: the JSON keys are the fields' own).
+    #[serde(flatten)]
+    pub head: ReportHead,
     /// Completed requests.
     pub requests: u64,
     /// Wall-clock seconds measured (warm-up excluded).
@@ -181,14 +169,7 @@ the client or the server is saturated, latencies include the queue"
             }
         }
         Report {
-            mode: head.mode,
-            backend: head.backend,
-            urls: head.urls,
-            connections: head.connections,
-            threads: head.threads,
-            pipeline: head.pipeline,
-            per_connection: head.per_connection,
-            target_rate: head.target_rate,
+            head,
             requests: stats.requests,
             duration_s: elapsed_s,
             rps,
@@ -223,23 +204,29 @@ the client or the server is saturated, latencies include the queue"
     pub fn to_text(&self) -> String {
         let mut o = String::new();
         let l = &self.latency_us;
-        let _ = writeln!(o, "{:.2}s test @ {}", self.duration_s, self.urls.join(", "));
-        let shape = match self.target_rate {
+        let _ = writeln!(
+            o,
+            "{:.2}s test @ {}",
+            self.duration_s,
+            self.head.urls.join(", ")
+        );
+        let shape = match self.head.target_rate {
             Some(r) => format!("open loop at {r:.0} req/s"),
-            None => format!("{} loop", self.mode),
+            None => format!("{} loop", self.head.mode),
         };
         let _ = writeln!(
             o,
             "  {} threads and {} connections, {shape}, pipeline {}{}; client on {}",
-            self.threads,
-            self.connections,
-            self.pipeline,
-            self.per_connection
+            self.head.threads,
+            self.head.connections,
+            self.head.pipeline,
+            self.head
+                .per_connection
                 .map(|x| format!(", {x} requests per connection"))
                 .unwrap_or_default(),
-            self.backend
+            self.head.backend
         );
-        let title = if self.target_rate.is_some() {
+        let title = if self.head.target_rate.is_some() {
             "Latency (from intended send time, corrected)"
         } else {
             "Latency"
@@ -340,7 +327,7 @@ the client or the server is saturated, latencies include the queue"
 }
 
 /// The run's description, for the report.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize)]
 pub struct ReportHead {
     /// `closed`, `open` or `batch`.
     pub mode: String,

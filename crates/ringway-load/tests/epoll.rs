@@ -22,7 +22,11 @@ fn exact_on_epoll(mode: &str, extra: &[&str], n: u64) {
     a.push(&url);
     let (report, _) = load(&a);
     let counts = server.stop();
-    assert!(report.backend.starts_with("epoll"), "{}", report.backend);
+    assert!(
+        report.head.backend.starts_with("epoll"),
+        "{}",
+        report.head.backend
+    );
     assert_eq!(report.error_total(), 0, "{mode}: {:?}", report.errors);
     assert_eq!((report.requests, counts.responses), (n, n), "{mode}");
 }
