@@ -129,11 +129,12 @@ impl Uring {
         let Some(slot) = d.table.get_mut(id) else {
             return;
         };
-        let scratch = self.scratch.get(id.index);
-        scratch.plain_send = false;
+        if self.env.send_zc_min != usize::MAX {
+            self.scratch.get(id.index).plain_send = false;
+        }
         if let Some(addr) = slot.op.input_addr() {
             // SAFETY: the submitter guarantees `addr` is valid during submission.
-            scratch.addr = unsafe { *addr };
+            self.scratch.get(id.index).addr = unsafe { *addr };
         }
         self.unsubmitted.push(id);
     }

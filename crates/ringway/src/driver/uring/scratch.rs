@@ -43,12 +43,20 @@ pub(crate) struct ScratchPages {
 
 impl ScratchPages {
     /// The scratch of slot `index`.
+    #[inline]
     pub fn get(&mut self, index: u32) -> &mut UringScratch {
         let (page, at) = (index as usize / PAGE, index as usize % PAGE);
+        if page >= self.pages.len() {
+            self.grow(page);
+        }
+        &mut self.pages[page][at]
+    }
+
+    #[cold]
+    fn grow(&mut self, page: usize) {
         while self.pages.len() <= page {
             self.pages
                 .push((0..PAGE).map(|_| UringScratch::new()).collect());
         }
-        &mut self.pages[page][at]
     }
 }
