@@ -482,22 +482,26 @@ impl Driver {
 
     // ---- executor face -------------------------------------------------------------
 
-    /// Starts `op` for a future. On epoll a single-shot operation that can finish at once
-    /// does so here.
+    /// Starts `op` for a future whose task `waker` wakes at each completion. On epoll
+    /// a single-shot operation that can finish at once does so here.
     ///
     /// # Safety
     ///
     /// As for [`submit`](Self::submit): pointers live until the final completion; the
     /// future passes its buffers to [`detach`](Self::detach) if dropped before that.
-    pub(crate) unsafe fn submit_waker(&mut self, op: Op, timeout: Option<Duration>) -> Submitted {
-        let id = self.table.insert(op, Notify::Waker(None), timeout);
+    pub(crate) unsafe fn submit_waker(
+        &mut self,
+        op: Op,
+        timeout: Option<Duration>,
+        waker: &Waker,
+    ) -> Submitted {
+        let id = self
+            .table
+            .insert(op, Notify::Waker(Some(waker.clone())), timeout);
         self.start(id);
         let slot = self.table.get_mut(id).expect("just inserted");
-        if slot.done && !op.is_multishot() {
-            let c = slot
-                .queue
-                .pop_front()
-                .expect("a done op has its completion");
+        if slot.done && !slot.multishot {
+            let c = slot.single.take().expect("a done op has its completion");
             self.table.release(id);
             return Submitted::Done(c);
         }
@@ -523,10 +527,7 @@ impl Driver {
         if slot.done {
             // A zero-copy send posts its result first and its buffer notification last;
             // the result is what the caller wants.
-            let c = slot
-                .queue
-                .pop_front()
-                .expect("a done op has its completion");
+            let c = slot.single.take().expect("a done op has its completion");
             self.table.release(id);
             return Poll::Ready(c);
         }
@@ -560,7 +561,7 @@ impl Driver {
             return;
         };
         let yields_fd = slot.op.yields_fd();
-        for c in slot.queue.drain(..) {
+        for c in slot.queue.drain(..).chain(slot.single.take()) {
             if yields_fd && c.result >= 0 {
                 // SAFETY: an fd produced for a future that will never see it.
                 unsafe { libc::close(c.result) };

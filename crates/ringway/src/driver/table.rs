@@ -44,7 +44,11 @@ pub(crate) struct Slot {
     pub notify: Notify,
     /// The final completion has been seen: no CQE or readiness will name this slot again.
     pub done: bool,
-    /// Completions not yet taken by the awaiting future.
+    /// `op.is_multishot()`, read once at insertion.
+    pub multishot: bool,
+    /// Executor face, single-shot op: its completion, until the future takes it.
+    pub single: Option<Completion>,
+    /// Executor face, multishot op: completions not yet taken by the stream.
     pub queue: VecDeque<Completion>,
     /// Resources (buffers) of an orphaned operation, dropped at the final completion.
     pub held: Option<Box<dyn Any>>,
@@ -63,6 +67,8 @@ impl Slot {
             op: Op::Nop(Nop),
             notify: Notify::Token(0),
             done: true,
+            multishot: false,
+            single: None,
             queue: VecDeque::new(),
             held: None,
             cancel_requested: false,
@@ -107,12 +113,13 @@ impl OpTable {
         slot.gen = slot.gen.wrapping_add(1);
         slot.state = SlotState::Owned;
         slot.op = op;
+        slot.multishot = op.is_multishot();
         slot.notify = notify;
         slot.done = false;
         slot.cancel_requested = false;
         slot.timeout = timeout;
         slot.starved = false;
-        debug_assert!(slot.queue.is_empty() && slot.held.is_none());
+        debug_assert!(slot.queue.is_empty() && slot.single.is_none() && slot.held.is_none());
         let gen = slot.gen;
         self.live += 1;
         OpId { index, gen }
@@ -143,6 +150,7 @@ impl OpTable {
         if let Some(slot) = self.get_mut(id) {
             slot.state = SlotState::Free;
             slot.held = None;
+            slot.single = None;
             slot.queue.clear();
             slot.notify = Notify::Token(0);
             self.free.push(id.index);

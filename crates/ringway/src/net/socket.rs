@@ -10,7 +10,7 @@ use crate::driver::op::RecvMulti;
 use crate::driver::RawAddr;
 use crate::io::ops::{self, Read, RecvPoolOnce, Write, WriteVectored};
 use crate::io::{MultiShot, OpFuture};
-use crate::runtime::core::with_current;
+use crate::runtime::context::with_driver;
 
 /// An owned socket fd, closed on drop (after the driver forgets it).
 #[derive(Debug)]
@@ -21,7 +21,7 @@ pub(crate) struct Socket {
 impl Socket {
     /// A new socket with the flags the current backend wants.
     pub fn new(domain: i32, ty: i32) -> io::Result<Socket> {
-        let flags = with_current(|c| c.driver.borrow().socket_flags());
+        let flags = with_driver(|d| d.socket_flags());
         // SAFETY: socket() takes no pointers; the result is checked.
         let fd = unsafe { libc::socket(domain, ty | flags, 0) };
         if fd < 0 {
@@ -37,8 +37,7 @@ impl Socket {
 
     /// Adopts a socket made elsewhere (std), setting the blocking mode the backend wants.
     pub fn adopt(fd: OwnedFd) -> io::Result<Socket> {
-        let nonblocking =
-            with_current(|c| c.driver.borrow().socket_flags()) & libc::SOCK_NONBLOCK != 0;
+        let nonblocking = with_driver(|d| d.socket_flags()) & libc::SOCK_NONBLOCK != 0;
         let raw = fd.as_raw_fd();
         // SAFETY: fcntl on an fd we own; no pointers.
         unsafe {

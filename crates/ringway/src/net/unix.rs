@@ -68,7 +68,7 @@ impl UnixStream {
 
     /// A connected pair.
     pub fn pair() -> io::Result<(UnixStream, UnixStream)> {
-        let flags = crate::runtime::core::with_current(|c| c.driver.borrow().socket_flags());
+        let flags = crate::runtime::context::with_driver(|d| d.socket_flags());
         let mut fds = [0; 2];
         // SAFETY: fds has room for the two descriptors.
         if unsafe {

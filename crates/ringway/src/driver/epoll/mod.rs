@@ -181,6 +181,11 @@ impl Epoll {
                 self.fd_state(fd).queue(dir).pop_front();
                 continue;
             }
+            if slot.starved {
+                // Parked on an empty pool: an edge changes nothing until a buffer comes
+                // back (`turn` retries it then), and nothing behind it may go first.
+                return;
+            }
             let op = slot.op;
             let wants_more = slot.state == SlotState::Owned && !slot.cancel_requested;
             // SAFETY: the submitter's promise for the op's pointers, held until the

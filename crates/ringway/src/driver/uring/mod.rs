@@ -383,7 +383,7 @@ impl Uring {
         let slot = d.table.get_mut(id)?;
         let owned = slot.state == SlotState::Owned;
         if cqueue::notif(flags) {
-            if scratch.plain_send && owned && !slot.done && slot.queue.is_empty() {
+            if scratch.plain_send && owned && !slot.done && slot.single.is_none() {
                 // The refused attempt is over: now the plain send.
                 self.restart(d, id);
                 return None;
