@@ -410,7 +410,7 @@ impl Driver {
         token: u64,
         timeout: Option<Duration>,
     ) -> OpId {
-        let id = self.table.insert(op.into(), Notify::Token(token), timeout);
+        let id = self.table.insert_token(op.into(), token, timeout);
         self.start(id);
         id
     }
@@ -495,9 +495,7 @@ impl Driver {
         timeout: Option<Duration>,
         waker: &Waker,
     ) -> Submitted {
-        let id = self
-            .table
-            .insert(op, Notify::Waker(Some(waker.clone())), timeout);
+        let id = self.table.insert_waker(op, waker, timeout);
         self.start(id);
         let slot = self.table.get_mut(id).expect("just inserted");
         if slot.done && !slot.multishot {

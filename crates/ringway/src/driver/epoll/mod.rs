@@ -186,7 +186,7 @@ impl Epoll {
                 // back (`turn` retries it then), and nothing behind it may go first.
                 return;
             }
-            let op = slot.op;
+            let (op, multishot) = (slot.op, slot.multishot);
             let wants_more = slot.state == SlotState::Owned && !slot.cancel_requested;
             // SAFETY: the submitter's promise for the op's pointers, held until the
             // final completion, which has not come yet (`done` is false).
@@ -198,8 +198,8 @@ impl Epoll {
                 }
                 Attempt::Done { c, drained } => (c, drained),
             };
-            let mut last = !op.is_multishot() || op.ends(c.result);
-            if op.is_multishot() && last && wants_more {
+            let mut last = !multishot || op.ends(c.result);
+            if multishot && last && wants_more {
                 match op.after_end(c.result) {
                     AfterEnd::AwaitBuffer => {
                         // Stays first in the queue: it is retried from there once a
