@@ -51,7 +51,7 @@ impl Delivery<'_> {
                         }
                         // Woken in place and kept registered: a task's waker is the same
                         // on every poll, so the next registration costs nothing.
-                        if let Some(w) = w {
+                        if let (true, Some(w)) = (slot.armed, w) {
                             w.wake_by_ref();
                         }
                     }

@@ -262,7 +262,7 @@ impl DriverWaker {
 /// The backend in use.
 enum ActiveBackend {
     Uring(Box<uring::Uring>),
-    Epoll(epoll::Epoll),
+    Epoll(Box<epoll::Epoll>),
 }
 
 /// What an executor-face submit produced.
@@ -332,7 +332,7 @@ impl Driver {
             fallbacks,
         };
         Ok(Driver::assemble(
-            ActiveBackend::Epoll(ep),
+            ActiveBackend::Epoll(Box::new(ep)),
             pool,
             info,
             waker,
@@ -495,7 +495,16 @@ impl Driver {
         timeout: Option<Duration>,
         waker: &Waker,
     ) -> Submitted {
-        let id = self.table.insert_waker(op, waker, timeout);
+        if let (ActiveBackend::Epoll(e), None) = (&mut self.backend, timeout) {
+            // The common case on epoll: the socket is ready and nothing waits before
+            // this op. Its one syscall runs now, without a slot.
+            // SAFETY: the caller's promise for the op's pointers, for this call.
+            if let Some(c) = unsafe { e.try_at_once(&op, &self.pool) } {
+                self.stats.submitted += 1;
+                return Submitted::Done(c);
+            }
+        }
+        let id = self.table.insert_for_waker(op, timeout);
         self.start(id);
         let slot = self.table.get_mut(id).expect("just inserted");
         if slot.done && !slot.multishot {
@@ -503,6 +512,7 @@ impl Driver {
             self.table.release(id);
             return Submitted::Done(c);
         }
+        OpTable::register_waker(slot, waker);
         Submitted::Pending(id)
     }
 
@@ -529,7 +539,7 @@ impl Driver {
             self.table.release(id);
             return Poll::Ready(c);
         }
-        set_waker(&mut slot.notify, cx.waker());
+        OpTable::register_waker(slot, cx.waker());
         Poll::Pending
     }
 
@@ -546,7 +556,7 @@ impl Driver {
             self.table.release(id);
             return Poll::Ready(None);
         }
-        set_waker(&mut slot.notify, cx.waker());
+        OpTable::register_waker(slot, cx.waker());
         Poll::Pending
     }
 
@@ -619,13 +629,6 @@ impl Drop for Driver {
             std::mem::forget(std::mem::replace(&mut self.table, OpTable::new()));
             std::mem::forget(self.pool.clone());
         }
-    }
-}
-
-fn set_waker(notify: &mut Notify, waker: &Waker) {
-    match notify {
-        Notify::Waker(Some(w)) if w.will_wake(waker) => {}
-        _ => *notify = Notify::Waker(Some(waker.clone())),
     }
 }
 

@@ -48,6 +48,9 @@ pub(crate) struct Slot {
     pub done: bool,
     /// `op.is_multishot()`, read once at insertion.
     pub multishot: bool,
+    /// Executor face: the waker in `notify` belongs to this operation's task (it may be
+    /// a previous user's until `register_waker`), so completions may wake it.
+    pub armed: bool,
     /// Executor face, single-shot op: its completion, until the future takes it.
     pub single: Option<Completion>,
     /// Executor face, multishot op: completions not yet taken by the stream.
@@ -70,6 +73,7 @@ impl Slot {
             notify: Notify::Token(0),
             done: true,
             multishot: false,
+            armed: false,
             single: None,
             queue: VecDeque::new(),
             held: None,
@@ -113,16 +117,15 @@ impl OpTable {
         id
     }
 
-    /// Takes a free slot for `op`, whose completions wake `waker` (the executor's face).
-    /// A slot keeps its last waker when freed, and the same task usually takes the same
-    /// slot again (the free list is last-in first-out): then nothing is cloned.
+    /// Takes a free slot for `op`, for the executor's face. Its waker is registered
+    /// separately ([`register_waker`](Self::register_waker)), after the op has started:
+    /// an op that completes while its own task is being polled must not wake it.
     #[inline]
-    pub fn insert_waker(&mut self, op: Op, waker: &Waker, timeout: Option<Duration>) -> OpId {
+    pub fn insert_for_waker(&mut self, op: Op, timeout: Option<Duration>) -> OpId {
         let id = self.take(op, timeout);
         let notify = &mut self.slots[id.index as usize].notify;
-        match notify {
-            Notify::Waker(Some(w)) if w.will_wake(waker) => {}
-            _ => *notify = Notify::Waker(Some(waker.clone())),
+        if !matches!(notify, Notify::Waker(_)) {
+            *notify = Notify::Waker(None);
         }
         id
     }
@@ -139,6 +142,7 @@ impl OpTable {
         slot.state = SlotState::Owned;
         slot.op = op;
         slot.multishot = op.is_multishot();
+        slot.armed = false;
         slot.done = false;
         slot.cancel_requested = false;
         slot.timeout = timeout;
@@ -147,6 +151,18 @@ impl OpTable {
         let gen = slot.gen;
         self.live += 1;
         OpId { index, gen }
+    }
+
+    /// Makes `waker` the one a live executor-face slot wakes. A slot keeps its last
+    /// waker when freed, and the same task usually takes the same slot again (the free
+    /// list is last-in first-out): then nothing is cloned.
+    #[inline]
+    pub fn register_waker(slot: &mut Slot, waker: &Waker) {
+        slot.armed = true;
+        match &mut slot.notify {
+            Notify::Waker(Some(w)) if w.will_wake(waker) => {}
+            notify => *notify = Notify::Waker(Some(waker.clone())),
+        }
     }
 
     /// Adds a slot and returns its index.
@@ -168,7 +184,8 @@ impl OpTable {
     pub fn release(&mut self, id: OpId) {
         if let Some(slot) = self.get_mut(id) {
             slot.state = SlotState::Free;
-            // `notify` stays: a waker is reused by the next `insert_waker` of its task.
+            // A waker stays (see `register_waker`); it is not woken while the slot is
+            // free, and no completion can reach a free slot.
             if slot.held.is_some() || slot.single.is_some() || !slot.queue.is_empty() {
                 slot.held = None;
                 slot.single = None;

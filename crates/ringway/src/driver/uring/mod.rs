@@ -379,7 +379,7 @@ impl Uring {
                 (_, Notify::Token(_)) => d.deliver(id, Completion::new(0), true),
                 (_, Notify::Waker(w)) => {
                     slot.done = true;
-                    if let Some(w) = w {
+                    if let (true, Some(w)) = (slot.armed, w) {
                         w.wake_by_ref();
                     }
                 }
