@@ -185,23 +185,28 @@ impl Timers {
     }
 
     /// Moves the wakers of the timers due at `now` into `due` (the timers are gone) and
-    /// returns the next deadline after them.
+    /// returns the deadline of the heap's next item: the next timer's, or earlier, if
+    /// that item is dead. Only items due by `now` are popped: a dead item still in the
+    /// future stays until it is due or a rebuild drops it, so removing a timer never costs
+    /// a pop, and at worst the driver wakes once, early, for a timer that is gone.
     pub fn take_due(&mut self, now: Instant, due: &mut Vec<Waker>) -> Option<Instant> {
         loop {
             let top = self.heap.peek()?;
             let (index, seq, at) = (top.index, top.seq, top.deadline);
+            if at > now {
+                return Some(at);
+            }
+            self.heap.pop();
             let Some(e) = self.entries.get(index as usize).filter(|e| e.item == seq) else {
                 // A removed or moved timer's old item.
-                self.heap.pop();
                 self.dead = self.dead.saturating_sub(1);
                 continue;
             };
-            if e.deadline > at {
+            if e.deadline > now {
                 // Moved later: re-file it at its real deadline.
                 let deadline = e.deadline;
                 let seq = self.next_seq();
                 self.entries[index as usize].item = seq;
-                self.heap.pop();
                 self.heap.push(Item {
                     deadline,
                     index,
@@ -209,10 +214,6 @@ impl Timers {
                 });
                 continue;
             }
-            if at > now {
-                return Some(at);
-            }
-            self.heap.pop();
             due.push(self.entries.remove(index as usize).waker);
         }
     }
@@ -287,17 +288,22 @@ mod tests {
         assert!(t.reset(later, t0 + ms(40)));
         assert!(t.reset(earlier, t0 + ms(7)));
         let mut due = Vec::new();
+        // The removed timer's item may still say 5 ms: at worst an early wake.
+        assert_eq!(t.take_due(t0, &mut due), Some(t0 + ms(5)));
+        assert!(due.is_empty());
         assert_eq!(
-            t.take_due(t0, &mut due),
-            Some(t0 + ms(7)),
-            "the removed one is skipped"
+            t.take_due(t0 + ms(7), &mut due),
+            Some(t0 + ms(40)),
+            "the removed one is dropped, the one moved later re-filed"
         );
-        assert_eq!(t.take_due(t0 + ms(7), &mut due), Some(t0 + ms(40)));
         assert_eq!(due.len(), 1, "only the one moved earlier fired");
         assert!(!t.update(earlier, &w), "a fired timer is gone");
         assert!(t.update(later, &w));
-        assert_eq!(t.take_due(t0 + ms(40), &mut due), None);
+        // The item left behind when `earlier` moved from 50 ms is dead but not due.
+        assert_eq!(t.take_due(t0 + ms(40), &mut due), Some(t0 + ms(50)));
         assert_eq!(due.len(), 2);
+        assert_eq!(t.take_due(t0 + ms(50), &mut due), None);
+        assert_eq!(due.len(), 2, "a dead item wakes nobody");
         assert!(!t.reset(later, t0), "a fired timer cannot be moved");
     }
 
