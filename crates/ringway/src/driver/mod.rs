@@ -516,17 +516,22 @@ impl Driver {
         Submitted::Pending(id)
     }
 
+    #[inline]
     fn start(&mut self, id: OpId) {
         self.stats.submitted += 1;
-        let (backend, mut delivery) = self.split(None);
-        match backend {
-            ActiveBackend::Uring(u) => u.start(&mut delivery, id),
-            ActiveBackend::Epoll(e) => e.start(&mut delivery, id),
+        if let ActiveBackend::Uring(u) = &mut self.backend {
+            // io_uring starts an op without completing anything: no delivery needed.
+            u.start(&mut self.table, id);
+            return;
+        }
+        if let (ActiveBackend::Epoll(e), mut delivery) = self.split(None) {
+            e.start(&mut delivery, id);
         }
     }
 
     /// Polls a single-shot operation: ready with its completion once the final CQE is in
     /// (the slot is then free).
+    #[inline]
     pub(crate) fn poll_complete(&mut self, id: OpId, cx: &mut Context<'_>) -> Poll<Completion> {
         let slot = self
             .table
@@ -545,6 +550,7 @@ impl Driver {
 
     /// Polls a multishot operation: the next completion, or `None` once it has ended (the
     /// slot is then free).
+    #[inline]
     pub(crate) fn poll_next(&mut self, id: OpId, cx: &mut Context<'_>) -> Poll<Option<Completion>> {
         let Some(slot) = self.table.get_mut(id) else {
             return Poll::Ready(None);

@@ -137,6 +137,7 @@ impl MultiShot {
     /// The next completion; `None` once the operation has ended. After an end, the next
     /// call starts the operation again (a listener's accept stream resumes after an
     /// error, for example); callers decide whether to.
+    #[inline]
     pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Completion>> {
         let id = match self.id {
             Some(id) => id,

@@ -234,6 +234,7 @@ impl RecvStream {
     }
 
     /// Poll form of [`next`](Self::next).
+    #[inline]
     pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<PoolBuf>>> {
         if self.done {
             return Poll::Ready(None);

@@ -26,7 +26,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use super::op::{AfterEnd, Op, OpKind, UringOp};
 use super::starved::Starved;
-use super::table::{Notify, SlotState};
+use super::table::{Notify, OpTable, SlotState};
 use super::{Completion, Delivery, OpId};
 use scratch::ScratchPages;
 
@@ -116,8 +116,8 @@ impl Uring {
 
     /// Starts a newly submitted operation: its input address is copied now (the
     /// caller's may not outlive the submit), its SQE goes with the next enter.
-    pub(crate) fn start(&mut self, d: &mut Delivery<'_>, id: OpId) {
-        let Some(slot) = d.table.get_mut(id) else {
+    pub(crate) fn start(&mut self, table: &mut OpTable, id: OpId) {
+        let Some(slot) = table.get_mut(id) else {
             return;
         };
         if self.env.send_zc_min != usize::MAX {
