@@ -32,7 +32,10 @@ pub(crate) enum Remote {
 /// The part of a core other threads can reach.
 pub(crate) struct CoreShared {
     pub index: usize,
-    inject: Mutex<Vec<Remote>>,
+    /// What other threads sent; `None` once the core has shut down (what comes after is
+    /// dropped at once: a wake or spawn held here would keep the core's shared part, and
+    /// its eventfd, alive through the task's header forever).
+    inject: Mutex<Option<Vec<Remote>>>,
     has_inject: AtomicBool,
     pub waker: DriverWaker,
     pub shutdown: AtomicBool,
@@ -42,27 +45,53 @@ impl CoreShared {
     pub fn new(index: usize, waker: DriverWaker) -> Arc<Self> {
         Arc::new(CoreShared {
             index,
-            inject: Mutex::new(Vec::new()),
+            inject: Mutex::new(Some(Vec::new())),
             has_inject: AtomicBool::new(false),
             waker,
             shutdown: AtomicBool::new(false),
         })
     }
 
-    /// Queues `r` for this core and wakes its driver if it sleeps.
+    /// Queues `r` for this core and wakes its driver if it sleeps. After the core has
+    /// shut down, `r` is dropped (a spawn reports its task cancelled).
     pub fn inject(&self, r: Remote) {
-        self.inject
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(r);
+        let refused = {
+            let mut queue = self.inject.lock().unwrap_or_else(|e| e.into_inner());
+            match queue.as_mut() {
+                Some(q) => {
+                    q.push(r);
+                    None
+                }
+                None => Some(r),
+            }
+        };
+        if refused.is_some() {
+            return; // dropped here, outside the lock
+        }
         self.has_inject.store(true, Ordering::SeqCst);
         self.waker.wake();
     }
 
     fn take_injected(&self, into: &mut Vec<Remote>) {
         if self.has_inject.swap(false, Ordering::SeqCst) {
-            into.append(&mut self.inject.lock().unwrap_or_else(|e| e.into_inner()));
+            if let Some(q) = self
+                .inject
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_mut()
+            {
+                into.append(q);
+            }
         }
+    }
+
+    /// Refuses everything from now on; returns what was queued.
+    fn close_inject(&self) -> Vec<Remote> {
+        self.inject
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .unwrap_or_default()
     }
 
     fn has_injected(&self) -> bool {
@@ -383,9 +412,8 @@ impl Core {
             drop(entries);
         }
         self.queue.borrow_mut().clear();
-        let mut remote = Vec::new();
-        self.shared.take_injected(&mut remote);
-        drop(remote);
+        // Spawns that never ran report cancelled; wakes are moot.
+        drop(self.shared.close_inject());
         self.driver.borrow_mut().shutdown(Duration::from_secs(2));
     }
 }

@@ -268,7 +268,11 @@ impl Handle {
         let header = TaskHeader::new(shared.clone());
         let state = JoinState::new();
         let (h, s) = (header.clone(), state.clone());
+        // If the core is gone (or goes before it runs this), the guard reports the task
+        // cancelled instead of leaving its handle waiting forever.
+        let guard = CancelUnlessRun(Some(state.clone()));
         shared.inject(Remote::Spawn(Box::new(move || {
+            guard.disarm();
             context::with_core(|c| c.spawn_with(make(), s, h));
         })));
         JoinHandle::new(state, Some(header))
@@ -288,6 +292,24 @@ impl Handle {
                 self.spawn_on(i, move || make(i))
             })
             .collect()
+    }
+}
+
+/// Finishes a cross-core spawn as cancelled if its closure is dropped without running
+/// (its core shut down first).
+struct CancelUnlessRun<T>(Option<Arc<JoinState<T>>>);
+
+impl<T> CancelUnlessRun<T> {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl<T> Drop for CancelUnlessRun<T> {
+    fn drop(&mut self) {
+        if let Some(state) = self.0.take() {
+            state.finish(Err(JoinError::Cancelled));
+        }
     }
 }
 
