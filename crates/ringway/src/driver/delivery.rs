@@ -22,7 +22,7 @@ pub(crate) struct Delivery<'a> {
 impl Delivery<'_> {
     /// Routes one completion of `id` to whoever owns the operation. `last` says the
     /// kernel will not mention `id` again.
-    pub fn deliver(&mut self, id: OpId, c: Completion, last: bool) {
+    pub(crate) fn deliver(&mut self, id: OpId, c: Completion, last: bool) {
         let Some(slot) = self.table.get_mut(id) else {
             return; // stale: dropping `c` returns any pool buffer
         };

@@ -23,7 +23,7 @@
 //! # Ownership and cancellation
 //!
 //! An operation's memory must outlive its final completion, not its future. When a future
-//! is dropped early the driver takes the buffers it owned ([`Driver::detach`]), submits
+//! is dropped early the driver takes the buffers it owned (`Driver::detach`), submits
 //! `ASYNC_CANCEL`, and frees them only at the final completion (a completion flagged
 //! `IORING_CQE_F_MORE` is not final). If that operation had produced an fd meanwhile
 //! (an accept that won the race with the cancel), the driver closes it; if it had taken
@@ -207,6 +207,15 @@ pub struct DriverStats {
 #[derive(Clone)]
 pub struct DriverWaker {
     inner: Arc<WakerInner>,
+}
+
+impl fmt::Debug for DriverWaker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DriverWaker")
+            .field("eventfd", &self.inner.fd.as_raw_fd())
+            .field("sleeping", &self.inner.sleeping.load(Ordering::Relaxed))
+            .finish()
+    }
 }
 
 struct WakerInner {

@@ -95,7 +95,7 @@ pub(crate) struct OpTable {
 }
 
 impl OpTable {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         OpTable {
             slots: Vec::new(),
             free: Vec::new(),
@@ -104,14 +104,14 @@ impl OpTable {
     }
 
     /// Operations in flight or not yet released.
-    pub fn live(&self) -> usize {
+    pub(crate) fn live(&self) -> usize {
         self.live
     }
 
     /// Takes a free slot for `op`, whose completions go to the low-level face's sink
     /// with `token`.
     #[inline]
-    pub fn insert_token(&mut self, op: Op, token: u64, timeout: Option<Duration>) -> OpId {
+    pub(crate) fn insert_token(&mut self, op: Op, token: u64, timeout: Option<Duration>) -> OpId {
         let id = self.take(op, timeout);
         self.slots[id.index as usize].notify = Notify::Token(token);
         id
@@ -121,7 +121,7 @@ impl OpTable {
     /// separately ([`register_waker`](Self::register_waker)), after the op has started:
     /// an op that completes while its own task is being polled must not wake it.
     #[inline]
-    pub fn insert_for_waker(&mut self, op: Op, timeout: Option<Duration>) -> OpId {
+    pub(crate) fn insert_for_waker(&mut self, op: Op, timeout: Option<Duration>) -> OpId {
         let id = self.take(op, timeout);
         let notify = &mut self.slots[id.index as usize].notify;
         if !matches!(notify, Notify::Waker(_)) {
@@ -157,7 +157,7 @@ impl OpTable {
     /// waker when freed, and the same task usually takes the same slot again (the free
     /// list is last-in first-out): then nothing is cloned.
     #[inline]
-    pub fn register_waker(slot: &mut Slot, waker: &Waker) {
+    pub(crate) fn register_waker(slot: &mut Slot, waker: &Waker) {
         slot.armed = true;
         match &mut slot.notify {
             Notify::Waker(Some(w)) if w.will_wake(waker) => {}
@@ -174,14 +174,14 @@ impl OpTable {
 
     /// The slot of a live operation, or `None` if `id` is stale.
     #[inline]
-    pub fn get_mut(&mut self, id: OpId) -> Option<&mut Slot> {
+    pub(crate) fn get_mut(&mut self, id: OpId) -> Option<&mut Slot> {
         let slot = self.slots.get_mut(id.index as usize)?;
         (slot.gen == id.gen && slot.state != SlotState::Free).then_some(slot)
     }
 
     /// Frees a slot; its resources are dropped.
     #[inline]
-    pub fn release(&mut self, id: OpId) {
+    pub(crate) fn release(&mut self, id: OpId) {
         if let Some(slot) = self.get_mut(id) {
             slot.state = SlotState::Free;
             // A waker stays (see `register_waker`); it is not woken while the slot is
@@ -197,7 +197,7 @@ impl OpTable {
     }
 
     /// Ids of every live operation (used at shutdown).
-    pub fn live_ids(&self) -> Vec<OpId> {
+    pub(crate) fn live_ids(&self) -> Vec<OpId> {
         self.slots
             .iter()
             .enumerate()

@@ -139,6 +139,12 @@ pub struct Incoming<'a> {
     shot: MultiShot,
 }
 
+impl std::fmt::Debug for Incoming<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Incoming").finish_non_exhaustive()
+    }
+}
+
 impl Incoming<'_> {
     /// The next connection. An error (e.g. `EMFILE`) is returned once and accepting
     /// resumes on the next call; `None` only if the listener is unusable.

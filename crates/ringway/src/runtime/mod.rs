@@ -10,7 +10,7 @@
 
 mod blocking;
 pub(crate) mod context;
-mod core;
+mod core_loop;
 mod task;
 
 use std::future::Future;
@@ -24,7 +24,7 @@ use std::time::Duration;
 pub use blocking::spawn_blocking;
 pub use task::{JoinError, JoinHandle};
 
-use self::core::{Core, CoreShared, Remote};
+use self::core_loop::{Core, CoreShared, Remote};
 use self::task::{JoinState, TaskHeader};
 use crate::driver::{Backend, BackendInfo, Driver, DriverConfig, DriverStats};
 
@@ -197,6 +197,15 @@ pub struct Runtime {
     threads: Vec<thread::JoinHandle<()>>,
 }
 
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("cores", &self.cores())
+            .field("backend", &self.info)
+            .finish()
+    }
+}
+
 impl Runtime {
     /// A builder with defaults.
     pub fn builder() -> Builder {
@@ -247,6 +256,14 @@ impl Drop for Runtime {
 #[derive(Clone)]
 pub struct Handle {
     cores: Arc<[Arc<CoreShared>]>,
+}
+
+impl std::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handle")
+            .field("cores", &self.cores())
+            .finish()
+    }
 }
 
 impl Handle {

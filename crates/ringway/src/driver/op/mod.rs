@@ -5,11 +5,11 @@
 //! submitter keeps alive until the operation's *final* completion. Three traits describe
 //! it:
 //!
-//! - [`OpKind`]: what it is whatever the backend (its fd, whether it yields an fd or
+//! - `OpKind`: what it is whatever the backend (its fd, whether it yields an fd or
 //!   many completions, what the end of a multishot op means);
-//! - [`UringOp`]: the SQE that submits it, and what a completion carries beyond the
+//! - `UringOp`: the SQE that submits it, and what a completion carries beyond the
 //!   result;
-//! - [`EpollOp`]: which readiness it waits for, and one non-blocking try.
+//! - `EpollOp`: which readiness it waits for, and one non-blocking try.
 //!
 //! The [`Op`] enum that the driver stores in its slots is generated from the list at
 //! the bottom of this file, and every arm of its dispatch calls all three traits: an op
