@@ -39,6 +39,8 @@ pub(crate) struct CoreShared {
     has_inject: AtomicBool,
     pub waker: DriverWaker,
     pub shutdown: AtomicBool,
+    /// Every core of the runtime, for `Handle::current` (weak: the runtime owns them).
+    pub runtime: std::sync::OnceLock<std::sync::Weak<[Arc<CoreShared>]>>,
 }
 
 impl CoreShared {
@@ -49,6 +51,7 @@ impl CoreShared {
             has_inject: AtomicBool::new(false),
             waker,
             shutdown: AtomicBool::new(false),
+            runtime: std::sync::OnceLock::new(),
         })
     }
 
