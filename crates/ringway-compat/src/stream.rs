@@ -1,0 +1,171 @@
+//! [`CompatStream`]: a ringway socket with readiness-style (`poll_*`) I/O.
+
+use std::fmt;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use ringway::net::{TcpStream, UnixStream};
+use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::receiver::Receiver;
+use crate::sender::Sender;
+use crate::socket::StreamSocket;
+
+/// A ringway [`TcpStream`] or [`UnixStream`] with tokio's `AsyncRead`, `AsyncWrite` and
+/// `AsyncBufRead` (and, with the `hyper` feature, hyper's `rt::Read` and `rt::Write`;
+/// with `futures-io`, the `futures_io` traits).
+///
+/// - **Reads** come from the socket's multishot receive, armed at the first read: the
+///   kernel fills pool buffers as data arrives, a read copies from the current one into
+///   the caller's buffer (`AsyncBufRead::poll_fill_buf` lends it without any copy), and
+///   the buffer returns to the pool as soon as it is used up.
+/// - **Writes** are copied into a gather buffer and sent with one `send` at a time: a
+///   write with no send in flight starts one at once, writes made while one is in
+///   flight go out together in the next. `poll_flush` is ready when the kernel has
+///   every byte; `poll_shutdown` flushes, then shuts the write direction.
+/// - **Cancellation**: all I/O state belongs to the stream, not to the futures that
+///   poll it, so dropping a read or write future at any point loses no byte (reads
+///   resume where they stopped, bytes a write accepted are still sent). Dropping the
+///   stream cancels its receive and send; every pool buffer goes back. As with a
+///   `BufWriter`, flush (or shut down) before dropping a stream whose last writes must
+///   arrive.
+///
+/// ```no_run
+/// use ringway::net::TcpStream;
+/// use ringway_compat::CompatStream;
+/// use tokio::io::{AsyncReadExt, AsyncWriteExt};
+///
+/// # fn main() -> std::io::Result<()> {
+/// ringway::start(async {
+///     let tcp = TcpStream::connect("127.0.0.1:7000").await?;
+///     let mut stream = CompatStream::new(tcp);
+///     stream.write_all(b"ping\n").await?;
+///     stream.flush().await?;
+///     let mut reply = [0u8; 5];
+///     stream.read_exact(&mut reply).await?;
+///     Ok(())
+/// })
+/// # }
+/// ```
+pub struct CompatStream<S: StreamSocket> {
+    // Field order is drop order: the operations go before the socket they run on.
+    receiver: Receiver,
+    sender: Sender,
+    socket: S,
+}
+
+impl<S: StreamSocket> CompatStream<S> {
+    /// Adapts `socket`. Nothing is submitted until the first read or write.
+    pub fn new(mut socket: S) -> CompatStream<S> {
+        CompatStream {
+            receiver: Receiver::new(socket.recv_stream()),
+            sender: Sender::new(),
+            socket,
+        }
+    }
+
+    /// The socket (for its addresses and options).
+    pub fn get_ref(&self) -> &S {
+        &self.socket
+    }
+
+    /// Bytes received and held in a pool buffer, not yet read.
+    pub fn read_buffered(&self) -> usize {
+        self.receiver.buffered()
+    }
+
+    /// Bytes accepted by writes that the kernel has not taken yet.
+    pub fn write_pending(&self) -> usize {
+        self.sender.unsent()
+    }
+
+    pub(crate) fn parts(&mut self) -> (&mut Receiver, &mut Sender, &mut S) {
+        (&mut self.receiver, &mut self.sender, &mut self.socket)
+    }
+}
+
+impl From<TcpStream> for CompatStream<TcpStream> {
+    fn from(s: TcpStream) -> Self {
+        CompatStream::new(s)
+    }
+}
+
+impl From<UnixStream> for CompatStream<UnixStream> {
+    fn from(s: UnixStream) -> Self {
+        CompatStream::new(s)
+    }
+}
+
+impl<S: StreamSocket + fmt::Debug> fmt::Debug for CompatStream<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompatStream")
+            .field("socket", &self.socket)
+            .field("read_buffered", &self.read_buffered())
+            .field("write_pending", &self.write_pending())
+            .finish()
+    }
+}
+
+impl<S: StreamSocket> Drop for CompatStream<S> {
+    fn drop(&mut self) {
+        let unsent = self.sender.unsent();
+        if unsent > 0 {
+            tracing::debug!(unsent, "stream dropped before its writes were flushed");
+        }
+    }
+}
+
+impl<S: StreamSocket> AsyncRead for CompatStream<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.get_mut().receiver.poll_read(cx, buf)
+    }
+}
+
+impl<S: StreamSocket> AsyncBufRead for CompatStream<S> {
+    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
+        self.get_mut().receiver.poll_fill(cx)
+    }
+
+    fn consume(self: Pin<&mut Self>, amt: usize) {
+        self.get_mut().receiver.consume(amt)
+    }
+}
+
+impl<S: StreamSocket> AsyncWrite for CompatStream<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let (_, sender, socket) = self.get_mut().parts();
+        sender.poll_write(cx, socket, &[buf])
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let (_, sender, socket) = self.get_mut().parts();
+        sender.poll_write(cx, socket, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let (_, sender, socket) = self.get_mut().parts();
+        sender.poll_flush(cx, socket)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let (_, sender, socket) = self.get_mut().parts();
+        sender.poll_shutdown(cx, socket)
+    }
+}
