@@ -136,16 +136,18 @@ impl ConnGuard {
         if self.drain.abort.get() {
             return Ask::Abort;
         }
-        if self.drain.down.get() {
-            return Ask::Finish;
-        }
+        // Registered while finishing too: the abort at the deadline must reach it.
         if let Some(slot) = self.drain.conns.borrow_mut().get_mut(self.key) {
             match slot {
                 Some(w) if w.will_wake(cx.waker()) => {}
                 _ => *slot = Some(cx.waker().clone()),
             }
         }
-        Ask::Serve
+        if self.drain.down.get() {
+            Ask::Finish
+        } else {
+            Ask::Serve
+        }
     }
 }
 
