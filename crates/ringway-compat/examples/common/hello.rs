@@ -16,7 +16,7 @@ thread_local! {
     /// The `date` value and the second it is for: formatted once per second per thread,
     /// as a real server does.
     static DATE_CACHE: RefCell<(u64, HeaderValue)> =
-        RefCell::new((u64::MAX, HeaderValue::from_static("")));
+        const { RefCell::new((u64::MAX, HeaderValue::from_static(""))) };
 }
 
 fn date() -> HeaderValue {
