@@ -13,6 +13,7 @@ use ringway_compat::{ServeOptions, Server};
 
 fn main() -> std::io::Result<()> {
     let (mut bind, mut threads, mut backend) = ("127.0.0.1:8080".to_string(), 1, Backend::Auto);
+    let mut options = ServeOptions::default();
     for (name, value) in hello::args() {
         match name.as_str() {
             "--bind" => bind = value,
@@ -25,14 +26,16 @@ fn main() -> std::io::Result<()> {
                     _ => panic!("--backend takes auto, uring or epoll, not {value:?}"),
                 }
             }
-            _ => panic!("unknown option {name}: expected --bind, --threads or --backend"),
+            // hyper without a timer (no header-read timeout), for measurements.
+            "--timer" if value == "off" => options.http1 = hyper::server::conn::http1::Builder::new(),
+            _ => panic!("unknown option {name}: expected --bind, --threads, --backend or --timer off"),
         }
     }
     let rt = ringway::Runtime::builder()
         .worker_threads(threads)
         .backend(backend)
         .build()?;
-    let server = Server::http1(&rt.handle(), bind.as_str(), ServeOptions::default(), || {
+    let server = Server::http1(&rt.handle(), bind.as_str(), options, || {
         service_fn(hello::hello)
     })?;
     println!(
