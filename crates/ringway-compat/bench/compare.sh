@@ -13,6 +13,7 @@
 # Usage: crates/ringway-compat/bench/compare.sh [SECONDS]      (default 5)
 #   env: PEERS="compat-uring compat-epoll tokio-ct tokio-mt1 ringway-http"
 #        CALLGRIND=0     skip the instruction counts
+#        WALL=0          skip the wall-clock loads (instruction counts only)
 #        SKIP_BUILD=1    use the binaries already built
 # Needs wrk (apt-get install wrk) and, for the counts, valgrind (apt-get install valgrind).
 set -euo pipefail
@@ -20,6 +21,7 @@ cd "$(dirname "$0")/../../.."
 D=${1:-5}
 PEERS=${PEERS:-"compat-uring compat-epoll tokio-ct tokio-mt1 ringway-http"}
 CALLGRIND=${CALLGRIND:-1}
+WALL=${WALL:-1}
 OUT=${OUT:-target/compat-bench}
 B=crates/ringway-compat/bench
 PORT=$((18400 + RANDOM % 1000))
@@ -71,6 +73,9 @@ stop() { kill -TERM "$1" 2>/dev/null || true; sleep 0.3; kill -KILL "$1" 2>/dev/
 declare -A RPS CPU INS
 for peer in $PEERS; do
   for shape in c50 p16; do
+    RPS[$peer.$shape]=-
+    CPU[$peer.$shape]=-
+    if [ "$WALL" = 1 ]; then
     PORT=$((PORT + 1))
     url=http://127.0.0.1:$PORT/plaintext
     # shellcheck disable=SC2046
@@ -88,6 +93,7 @@ for peer in $PEERS; do
     if echo "$out" | grep -q "Non-2xx\|Socket errors"; then
       echo "compare.sh: $peer $shape: wrk saw errors:" >&2
       echo "$out" | grep "Non-2xx\|Socket errors" >&2
+    fi
     fi
 
     if [ "$CALLGRIND" = 1 ]; then
