@@ -8,7 +8,8 @@ use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
-use ringway::driver::{Backend, Completion, Driver, DriverConfig, Op};
+use ringway::driver::op::{Poll, Recv, RecvMulti, Send};
+use ringway::driver::{Backend, Completion, Driver, DriverConfig};
 
 fn driver(backend: Backend) -> Driver {
     Driver::new(&DriverConfig {
@@ -70,7 +71,7 @@ fn recv_and_send_complete_with_their_tokens() {
         // SAFETY: `buf` and `msg` outlive the final completions awaited below.
         unsafe {
             d.submit(
-                Op::Recv {
+                Recv {
                     fd: a.as_raw_fd(),
                     buf: buf.as_mut_ptr(),
                     len: 64,
@@ -79,7 +80,7 @@ fn recv_and_send_complete_with_their_tokens() {
                 None,
             );
             d.submit(
-                Op::Send {
+                Send {
                     fd: a.as_raw_fd(),
                     buf: msg.as_ptr(),
                     len: msg.len() as u32,
@@ -108,16 +109,7 @@ fn multishot_recv_streams_pool_buffers_until_end_of_stream() {
         let mut d = driver(backend);
         let (a, mut b) = pair(&d);
         // SAFETY: a pool receive carries no pointers.
-        unsafe {
-            d.submit(
-                Op::RecvPool {
-                    fd: a.as_raw_fd(),
-                    multishot: true,
-                },
-                9,
-                None,
-            )
-        };
+        unsafe { d.submit(RecvMulti { fd: a.as_raw_fd() }, 9, None) };
         let data: Vec<u8> = (0..50_000u32).map(|i| (i % 253) as u8).collect();
         b.write_all(&data).unwrap();
         drop(b); // end of stream ends the multishot receive
@@ -148,7 +140,7 @@ fn cancel_ends_an_operation_with_its_final_completion() {
         // SAFETY: `buf` outlives the final completion awaited below.
         let id = unsafe {
             d.submit(
-                Op::Recv {
+                Recv {
                     fd: a.as_raw_fd(),
                     buf: buf.as_mut_ptr(),
                     len: 8,
@@ -176,7 +168,7 @@ fn linked_timeout_and_poll_readiness() {
         // SAFETY: `buf` outlives the final completion awaited below.
         unsafe {
             d.submit(
-                Op::Recv {
+                Recv {
                     fd: a.as_raw_fd(),
                     buf: buf.as_mut_ptr(),
                     len: 8,
@@ -193,7 +185,7 @@ fn linked_timeout_and_poll_readiness() {
         // SAFETY: a poll carries no pointers.
         unsafe {
             d.submit(
-                Op::Poll {
+                Poll {
                     fd: a.as_raw_fd(),
                     events: libc::POLLIN as u32,
                     multishot: false,
@@ -240,7 +232,7 @@ fn multishot_poll_reports_each_edge_once_even_on_a_closed_peer() {
         // SAFETY: a poll carries no pointers.
         let id = unsafe {
             d.submit(
-                Op::Poll {
+                Poll {
                     fd: a.as_raw_fd(),
                     events: libc::POLLIN as u32,
                     multishot: true,

@@ -14,7 +14,6 @@ pub use pipe::Pipe;
 
 use std::any::Any;
 use std::future::Future;
-use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -133,17 +132,12 @@ impl<T: Operation> Drop for OpFuture<T> {
 pub(crate) struct MultiShot {
     op: Op,
     id: Option<OpId>,
-    ended: bool,
 }
 
 impl MultiShot {
     pub fn new(op: Op) -> Self {
         debug_assert!(op.is_multishot());
-        MultiShot {
-            op,
-            id: None,
-            ended: false,
-        }
+        MultiShot { op, id: None }
     }
 
     /// The next completion; `None` once the operation has ended. After an end, the next
@@ -153,7 +147,6 @@ impl MultiShot {
         let id = match self.id {
             Some(id) => id,
             None => {
-                self.ended = false;
                 // SAFETY: multishot ops here carry no pointers (pool buffers, no addr).
                 let s =
                     with_current(|c| unsafe { c.driver.borrow_mut().submit_waker(self.op, None) });
@@ -169,7 +162,6 @@ impl MultiShot {
         let r = with_current(|c| c.driver.borrow_mut().poll_next(id, cx));
         if let Poll::Ready(None) = r {
             self.id = None;
-            self.ended = true;
         }
         r
     }
@@ -187,11 +179,15 @@ impl Drop for MultiShot {
     }
 }
 
-/// Turns a completion result into an `io::Result`.
-pub(crate) fn result(c: &Completion) -> io::Result<usize> {
-    if c.result >= 0 {
-        Ok(c.result as usize)
-    } else {
-        Err(io::Error::from_raw_os_error(-c.result))
-    }
+/// Tells the current core's driver that `fd` is about to close (see
+/// [`Driver::forget_fd`](crate::driver::Driver::forget_fd)). Outside a runtime, or while
+/// the driver is busy (a drop inside a turn), there is nothing to tell.
+pub(crate) fn forget_fd(fd: std::os::fd::RawFd) {
+    try_with_current(|c| {
+        if let Ok(mut d) = c.driver.try_borrow_mut() {
+            if let Err(e) = d.forget_fd(fd) {
+                tracing::warn!(fd, error = %e, "epoll refused to remove a registration");
+            }
+        }
+    });
 }

@@ -22,7 +22,7 @@ use std::rc::Rc;
 use crate::fs::File;
 use crate::io::ops::Splice;
 use crate::io::OpFuture;
-use crate::runtime::core::{try_with_current, with_current};
+use crate::runtime::core::with_current;
 
 /// A pipe owned by the current core. See the [module docs](self).
 #[derive(Debug)]
@@ -100,11 +100,7 @@ impl Drop for Pipe {
         // fails what is still parked on them). The fds themselves close when the last
         // splice holding them has ended.
         for fd in [self.read_fd(), self.write_fd()] {
-            try_with_current(|c| {
-                if let Ok(mut d) = c.driver.try_borrow_mut() {
-                    d.forget_fd(fd);
-                }
-            });
+            super::forget_fd(fd);
         }
     }
 }

@@ -6,10 +6,11 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::task::{Context, Poll};
 
 use crate::buf::{IoBuf, IoBufMut, PoolBuf, Slice};
-use crate::driver::{Op, RawAddr};
+use crate::driver::op::RecvMulti;
+use crate::driver::RawAddr;
 use crate::io::ops::{self, Read, RecvPoolOnce, Write, WriteVectored};
 use crate::io::{MultiShot, OpFuture};
-use crate::runtime::core::{try_with_current, with_current};
+use crate::runtime::core::with_current;
 
 /// An owned socket fd, closed on drop (after the driver forgets it).
 #[derive(Debug)]
@@ -210,10 +211,7 @@ impl Socket {
 
     pub fn recv_multishot(&self) -> RecvStream {
         RecvStream {
-            shot: MultiShot::new(Op::RecvPool {
-                fd: self.fd(),
-                multishot: true,
-            }),
+            shot: MultiShot::new(RecvMulti { fd: self.fd() }.into()),
             done: false,
         }
     }
@@ -234,12 +232,7 @@ impl Socket {
 impl Drop for Socket {
     fn drop(&mut self) {
         if let Some(fd) = self.fd.take() {
-            let raw = fd.as_raw_fd();
-            try_with_current(|c| {
-                if let Ok(mut d) = c.driver.try_borrow_mut() {
-                    d.forget_fd(raw);
-                }
-            });
+            crate::io::forget_fd(fd.as_raw_fd());
             drop(fd);
         }
     }

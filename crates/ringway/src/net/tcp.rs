@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use super::socket::{ReadFuture, RecvStream, Socket, WriteFuture};
 use crate::buf::{IoBuf, IoBufMut};
-use crate::driver::{Op, RawAddr};
+use crate::driver::op::AcceptMulti;
+use crate::driver::RawAddr;
 use crate::io::ops::{Accept, RecvPoolOnce, WriteVectored};
 use crate::io::{MultiShot, OpFuture};
 
@@ -108,9 +109,12 @@ impl TcpListener {
     pub fn incoming(&self) -> Incoming<'_> {
         Incoming {
             _listener: self,
-            shot: MultiShot::new(Op::AcceptMulti {
-                fd: self.socket.fd(),
-            }),
+            shot: MultiShot::new(
+                AcceptMulti {
+                    fd: self.socket.fd(),
+                }
+                .into(),
+            ),
         }
     }
 
