@@ -76,24 +76,24 @@ for peer in $PEERS; do
     RPS[$peer.$shape]=-
     CPU[$peer.$shape]=-
     if [ "$WALL" = 1 ]; then
-    PORT=$((PORT + 1))
-    url=http://127.0.0.1:$PORT/plaintext
-    # shellcheck disable=SC2046
-    taskset -c 0 $(server_cmd "$peer" 127.0.0.1:$PORT) >"$OUT/$peer.$shape.log" 2>&1 &
-    pid=$!
-    wait_port $PORT
-    run_wrk "$shape" 1 "$url" >/dev/null # warm-up
-    t0=$(cpu_ticks $pid)
-    out=$(run_wrk "$shape" "$D" "$url")
-    t1=$(cpu_ticks $pid)
-    stop $pid
-    reqs=$(echo "$out" | awk '/requests in/ {print $1}')
-    RPS[$peer.$shape]=$(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')
-    CPU[$peer.$shape]=$(awk -v t=$((t1 - t0)) -v hz="$HZ" -v r="$reqs" 'BEGIN {printf "%.2f", t / hz * 1e6 / r}')
-    if echo "$out" | grep -q "Non-2xx\|Socket errors"; then
-      echo "compare.sh: $peer $shape: wrk saw errors:" >&2
-      echo "$out" | grep "Non-2xx\|Socket errors" >&2
-    fi
+      PORT=$((PORT + 1))
+      url=http://127.0.0.1:$PORT/plaintext
+      # shellcheck disable=SC2046
+      taskset -c 0 $(server_cmd "$peer" 127.0.0.1:$PORT) >"$OUT/$peer.$shape.log" 2>&1 &
+      pid=$!
+      wait_port $PORT
+      run_wrk "$shape" 1 "$url" >/dev/null # warm-up
+      t0=$(cpu_ticks $pid)
+      out=$(run_wrk "$shape" "$D" "$url")
+      t1=$(cpu_ticks $pid)
+      stop $pid
+      reqs=$(echo "$out" | awk '/requests in/ {print $1}')
+      RPS[$peer.$shape]=$(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')
+      CPU[$peer.$shape]=$(awk -v t=$((t1 - t0)) -v hz="$HZ" -v r="$reqs" 'BEGIN {printf "%.2f", t / hz * 1e6 / r}')
+      if echo "$out" | grep -q "Non-2xx\|Socket errors"; then
+        echo "compare.sh: $peer $shape: wrk saw errors:" >&2
+        echo "$out" | grep "Non-2xx\|Socket errors" >&2
+      fi
     fi
 
     if [ "$CALLGRIND" = 1 ]; then

@@ -27,8 +27,12 @@ fn main() -> std::io::Result<()> {
                 }
             }
             // hyper without a timer (no header-read timeout), for measurements.
-            "--timer" if value == "off" => options.http1 = hyper::server::conn::http1::Builder::new(),
-            _ => panic!("unknown option {name}: expected --bind, --threads, --backend or --timer off"),
+            "--timer" if value == "off" => {
+                options.http1 = hyper::server::conn::http1::Builder::new()
+            }
+            _ => panic!(
+                "unknown option {name}: expected --bind, --threads, --backend or --timer off"
+            ),
         }
     }
     let rt = ringway::Runtime::builder()

@@ -15,7 +15,7 @@ impl<S: StreamSocket> futures_io::AsyncRead for CompatStream<S> {
         cx: &mut Context<'_>,
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>> {
-        let (receiver, _, _) = self.get_mut().parts();
+        let receiver = self.get_mut().receiver();
         let mut sink = SliceSink { buf, filled: 0 };
         ready!(receiver.poll_read(cx, &mut sink))?;
         Poll::Ready(Ok(sink.filled))
@@ -24,12 +24,12 @@ impl<S: StreamSocket> futures_io::AsyncRead for CompatStream<S> {
 
 impl<S: StreamSocket> futures_io::AsyncBufRead for CompatStream<S> {
     fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-        let (receiver, _, _) = self.get_mut().parts();
+        let receiver = self.get_mut().receiver();
         receiver.poll_fill(cx)
     }
 
     fn consume(self: Pin<&mut Self>, amt: usize) {
-        let (receiver, _, _) = self.get_mut().parts();
+        let receiver = self.get_mut().receiver();
         receiver.consume(amt)
     }
 }
@@ -40,8 +40,7 @@ impl<S: StreamSocket> futures_io::AsyncWrite for CompatStream<S> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let (_, sender, socket) = self.get_mut().parts();
-        sender.poll_write(cx, socket, &[buf])
+        self.get_mut().poll_write_bufs(cx, &[buf])
     }
 
     fn poll_write_vectored(
@@ -49,18 +48,16 @@ impl<S: StreamSocket> futures_io::AsyncWrite for CompatStream<S> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        let (_, sender, socket) = self.get_mut().parts();
-        sender.poll_write(cx, socket, bufs)
+        self.get_mut().poll_write_bufs(cx, bufs)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let (_, sender, socket) = self.get_mut().parts();
-        sender.poll_flush(cx, socket)
+        let _ = cx;
+        self.get_mut().poll_flush_inner()
     }
 
     /// Flushes, then shuts the write direction down.
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let (_, sender, socket) = self.get_mut().parts();
-        sender.poll_shutdown(cx, socket)
+        self.get_mut().poll_shutdown_inner(cx)
     }
 }

@@ -28,7 +28,7 @@ impl<S: StreamSocket> hyper::rt::Read for CompatStream<S> {
         cx: &mut Context<'_>,
         mut buf: ReadBufCursor<'_>,
     ) -> Poll<io::Result<()>> {
-        let (receiver, _, _) = self.get_mut().parts();
+        let receiver = self.get_mut().receiver();
         receiver.poll_read(cx, &mut buf)
     }
 }
@@ -39,8 +39,7 @@ impl<S: StreamSocket> hyper::rt::Write for CompatStream<S> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let (_, sender, socket) = self.get_mut().parts();
-        sender.poll_write(cx, socket, &[buf])
+        self.get_mut().poll_write_bufs(cx, &[buf])
     }
 
     fn poll_write_vectored(
@@ -48,8 +47,7 @@ impl<S: StreamSocket> hyper::rt::Write for CompatStream<S> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        let (_, sender, socket) = self.get_mut().parts();
-        sender.poll_write(cx, socket, bufs)
+        self.get_mut().poll_write_bufs(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -57,13 +55,12 @@ impl<S: StreamSocket> hyper::rt::Write for CompatStream<S> {
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let (_, sender, socket) = self.get_mut().parts();
-        sender.poll_flush(cx, socket)
+        let _ = cx;
+        self.get_mut().poll_flush_inner()
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let (_, sender, socket) = self.get_mut().parts();
-        sender.poll_shutdown(cx, socket)
+        self.get_mut().poll_shutdown_inner(cx)
     }
 }
 

@@ -1,15 +1,18 @@
 //! [`CompatStream`]: a ringway socket with readiness-style (`poll_*`) I/O.
 
+use std::cell::{Ref, RefCell};
 use std::fmt;
 use std::io;
+use std::ops::Deref;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::task::{Context, Poll};
 
 use ringway::net::{TcpStream, UnixStream};
 use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::receiver::Receiver;
-use crate::sender::Sender;
+use crate::sender::{spawn_send_task, Kick, Link, Outbox};
 use crate::socket::StreamSocket;
 
 /// A ringway [`TcpStream`] or [`UnixStream`] with tokio's `AsyncRead`, `AsyncWrite` and
@@ -49,10 +52,9 @@ use crate::socket::StreamSocket;
 /// # }
 /// ```
 pub struct CompatStream<S: StreamSocket> {
-    // Field order is drop order: the operations go before the socket they run on.
     receiver: Receiver,
-    sender: Sender,
-    socket: S,
+    /// The socket and the outgoing bytes, shared with the send task.
+    link: Link<S>,
 }
 
 impl<S: StreamSocket> CompatStream<S> {
@@ -60,14 +62,14 @@ impl<S: StreamSocket> CompatStream<S> {
     pub fn new(mut socket: S) -> CompatStream<S> {
         CompatStream {
             receiver: Receiver::new(socket.recv_stream()),
-            sender: Sender::new(),
-            socket,
+            link: Rc::new(RefCell::new(Outbox::new(socket))),
         }
     }
 
-    /// The socket (for its addresses and options).
-    pub fn get_ref(&self) -> &S {
-        &self.socket
+    /// The socket (for its addresses and options). Do not hold it across an `.await`:
+    /// the stream's send task needs it to submit sends, and waits while it is held.
+    pub fn get_ref(&self) -> Ref<'_, S> {
+        Ref::map(self.link.borrow(), |o| &o.socket)
     }
 
     /// Bytes received and held in a pool buffer, not yet read.
@@ -77,11 +79,43 @@ impl<S: StreamSocket> CompatStream<S> {
 
     /// Bytes accepted by writes that the kernel has not taken yet.
     pub fn write_pending(&self) -> usize {
-        self.sender.unsent()
+        self.link.borrow().unsent()
     }
 
-    pub(crate) fn parts(&mut self) -> (&mut Receiver, &mut Sender, &mut S) {
-        (&mut self.receiver, &mut self.sender, &mut self.socket)
+    pub(crate) fn receiver(&mut self) -> &mut Receiver {
+        &mut self.receiver
+    }
+
+    /// Spawns or wakes the send task if queued bytes need it.
+    fn kick(&self, outbox: &mut Outbox<S>) {
+        match outbox.kick() {
+            Kick::None => {}
+            Kick::Spawn => spawn_send_task(&self.link),
+            Kick::Wake(w) => w.wake(),
+        }
+    }
+
+    pub(crate) fn poll_write_bufs<B: Deref<Target = [u8]>>(
+        &mut self,
+        cx: &mut Context<'_>,
+        bufs: &[B],
+    ) -> Poll<io::Result<usize>> {
+        let mut outbox = self.link.borrow_mut();
+        let r = outbox.poll_write(cx, bufs);
+        self.kick(&mut outbox);
+        r
+    }
+
+    pub(crate) fn poll_flush_inner(&mut self) -> Poll<io::Result<()>> {
+        let mut outbox = self.link.borrow_mut();
+        self.kick(&mut outbox);
+        outbox.poll_flush()
+    }
+
+    pub(crate) fn poll_shutdown_inner(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let mut outbox = self.link.borrow_mut();
+        self.kick(&mut outbox);
+        outbox.poll_shutdown(cx)
     }
 }
 
@@ -99,19 +133,21 @@ impl From<UnixStream> for CompatStream<UnixStream> {
 
 impl<S: StreamSocket + fmt::Debug> fmt::Debug for CompatStream<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let outbox = self.link.try_borrow();
         f.debug_struct("CompatStream")
-            .field("socket", &self.socket)
+            .field("socket", &outbox.as_ref().map(|o| &o.socket).ok())
             .field("read_buffered", &self.read_buffered())
-            .field("write_pending", &self.write_pending())
+            .field("write_pending", &outbox.as_ref().map(|o| o.unsent()).ok())
             .finish()
     }
 }
 
 impl<S: StreamSocket> Drop for CompatStream<S> {
     fn drop(&mut self) {
-        let unsent = self.sender.unsent();
-        if unsent > 0 {
-            tracing::debug!(unsent, "stream dropped before its writes were flushed");
+        // The send task (if any) delivers what is queued, then closes the socket.
+        let task = self.link.borrow_mut().close();
+        if let Some(w) = task {
+            w.wake();
         }
     }
 }
@@ -122,17 +158,17 @@ impl<S: StreamSocket> AsyncRead for CompatStream<S> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        self.get_mut().receiver.poll_read(cx, buf)
+        self.get_mut().receiver().poll_read(cx, buf)
     }
 }
 
 impl<S: StreamSocket> AsyncBufRead for CompatStream<S> {
     fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-        self.get_mut().receiver.poll_fill(cx)
+        self.get_mut().receiver().poll_fill(cx)
     }
 
     fn consume(self: Pin<&mut Self>, amt: usize) {
-        self.get_mut().receiver.consume(amt)
+        self.get_mut().receiver().consume(amt)
     }
 }
 
@@ -142,8 +178,7 @@ impl<S: StreamSocket> AsyncWrite for CompatStream<S> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let (_, sender, socket) = self.get_mut().parts();
-        sender.poll_write(cx, socket, &[buf])
+        self.get_mut().poll_write_bufs(cx, &[buf])
     }
 
     fn poll_write_vectored(
@@ -151,8 +186,7 @@ impl<S: StreamSocket> AsyncWrite for CompatStream<S> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        let (_, sender, socket) = self.get_mut().parts();
-        sender.poll_write(cx, socket, bufs)
+        self.get_mut().poll_write_bufs(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -160,12 +194,11 @@ impl<S: StreamSocket> AsyncWrite for CompatStream<S> {
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let (_, sender, socket) = self.get_mut().parts();
-        sender.poll_flush(cx, socket)
+        let _ = cx;
+        self.get_mut().poll_flush_inner()
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let (_, sender, socket) = self.get_mut().parts();
-        sender.poll_shutdown(cx, socket)
+        self.get_mut().poll_shutdown_inner(cx)
     }
 }
