@@ -23,16 +23,20 @@ use crate::socket::StreamSocket;
 ///   kernel fills pool buffers as data arrives, a read copies from the current one into
 ///   the caller's buffer (`AsyncBufRead::poll_fill_buf` lends it without any copy), and
 ///   the buffer returns to the pool as soon as it is used up.
-/// - **Writes** are copied into a gather buffer and sent with one `send` at a time: a
-///   write with no send in flight starts one at once, writes made while one is in
-///   flight go out together in the next. `poll_flush` is ready when the kernel has
-///   every byte; `poll_shutdown` flushes, then shuts the write direction.
+/// - **Writes** are copied into a gather buffer; the stream's send task (one small task
+///   per stream, on its core) sends what was gathered with one `send` when it runs,
+///   later in the same loop turn, so every write of a turn goes in one send, and owns
+///   the send until the kernel has taken every byte (the rest of a short send goes
+///   next, whether or not the stream is polled again). `poll_flush` is ready once the
+///   bytes are queued with that task; `poll_shutdown` waits until the kernel has them
+///   all, then shuts the write direction. A send error is reported by every later
+///   write, flush and shutdown. Vectored writes gather the same way.
 /// - **Cancellation**: all I/O state belongs to the stream, not to the futures that
 ///   poll it, so dropping a read or write future at any point loses no byte (reads
 ///   resume where they stopped, bytes a write accepted are still sent). Dropping the
-///   stream cancels its receive and send; every pool buffer goes back. As with a
-///   `BufWriter`, flush (or shut down) before dropping a stream whose last writes must
-///   arrive.
+///   stream cancels its receive (every pool buffer goes back); bytes already accepted
+///   are still delivered by the send task, for at most 30 s, before the socket closes.
+/// - **Backpressure**: writes wait once 256 KiB are queued behind a send in flight.
 ///
 /// ```no_run
 /// use ringway::net::TcpStream;
