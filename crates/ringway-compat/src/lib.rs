@@ -34,6 +34,8 @@ mod futures_io_impl;
 mod hyper_rt;
 #[cfg(feature = "hyper")]
 mod serve;
+#[cfg(feature = "http2")]
+mod sniff;
 #[cfg(feature = "tower")]
 mod tower;
 

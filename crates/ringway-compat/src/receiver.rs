@@ -62,6 +62,9 @@ pub(crate) struct Receiver {
     /// An error met after some bytes were already copied in the same read: returned by
     /// the next read, so the bytes before it are not lost.
     deferred: Option<io::Error>,
+    /// Bytes read and put back ([`Receiver::unread`]), served before anything else.
+    replay: Vec<u8>,
+    replay_pos: usize,
 }
 
 impl Receiver {
@@ -72,12 +75,17 @@ impl Receiver {
             pos: 0,
             eof: false,
             deferred: None,
+            replay: Vec::new(),
+            replay_pos: 0,
         }
     }
 
     /// The unread bytes of the current pool buffer, receiving the next one if it is
     /// used up. An empty slice means end of stream.
     pub fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
+        if self.replay_pos < self.replay.len() {
+            return Poll::Ready(Ok(&self.replay[self.replay_pos..]));
+        }
         if self.held.as_ref().is_some_and(|b| self.pos < b.len()) {
             let b = self.held.as_ref().expect("checked");
             return Poll::Ready(Ok(&b[self.pos..]));
@@ -109,6 +117,14 @@ impl Receiver {
 
     /// Marks `n` bytes of what [`poll_fill`](Self::poll_fill) returned as read.
     pub fn consume(&mut self, n: usize) {
+        if self.replay_pos < self.replay.len() {
+            self.replay_pos = (self.replay_pos + n).min(self.replay.len());
+            if self.replay_pos == self.replay.len() {
+                self.replay = Vec::new();
+                self.replay_pos = 0;
+            }
+            return;
+        }
         if let Some(b) = &self.held {
             self.pos = (self.pos + n).min(b.len());
             if self.pos == b.len() {
@@ -148,8 +164,17 @@ impl Receiver {
         Poll::Ready(Ok(()))
     }
 
-    /// Bytes received and held, not yet read.
+    /// Bytes received and held (in a pool buffer, or put back), not yet read.
     pub fn buffered(&self) -> usize {
-        self.held.as_ref().map_or(0, |b| b.len() - self.pos)
+        self.replay.len() - self.replay_pos + self.held.as_ref().map_or(0, |b| b.len() - self.pos)
+    }
+
+    /// Puts `bytes` back in front of everything not yet read (a protocol sniffer that
+    /// needed more than one pool buffer to decide).
+    #[cfg(feature = "http2")]
+    pub fn unread(&mut self, mut bytes: Vec<u8>) {
+        bytes.extend_from_slice(&self.replay[self.replay_pos..]);
+        self.replay = bytes;
+        self.replay_pos = 0;
     }
 }

@@ -20,11 +20,15 @@ use std::time::Duration;
 use http::{Request, Response};
 use hyper::body::{Body, Incoming};
 use hyper::server::conn::http1;
+#[cfg(feature = "http2")]
+use hyper::server::conn::http2;
 use hyper::service::Service;
 use ringway::net::TcpListener;
 use socket2::{Domain, Socket, Type};
 
 use crate::drain::{Ask, ConnGuard, CoreDrain, Signal};
+#[cfg(feature = "http2")]
+use crate::hyper_rt::LocalExecutor;
 use crate::hyper_rt::RingwayTimer;
 use crate::stream::CompatStream;
 
@@ -36,6 +40,10 @@ pub struct ServeOptions {
     /// hyper's HTTP/1 settings. The default has [`RingwayTimer`] set, so hyper's
     /// header-read timeout (30 s) is on.
     pub http1: http1::Builder,
+    /// hyper's HTTP/2 settings, for [`Server::auto`]. The default runs stream tasks on
+    /// the connection's core ([`LocalExecutor`]) and has [`RingwayTimer`] set.
+    #[cfg(feature = "http2")]
+    pub http2: http2::Builder<LocalExecutor>,
     /// After [`ShutdownHandle::shutdown`], how long connections get to finish their
     /// requests before they are closed regardless. Default 30 s.
     pub drain_timeout: Duration,
@@ -49,8 +57,16 @@ impl Default for ServeOptions {
     fn default() -> Self {
         let mut http1 = http1::Builder::new();
         http1.timer(RingwayTimer);
+        #[cfg(feature = "http2")]
+        let http2 = {
+            let mut b = http2::Builder::new(LocalExecutor);
+            b.timer(RingwayTimer);
+            b
+        };
         ServeOptions {
             http1,
+            #[cfg(feature = "http2")]
+            http2,
             drain_timeout: Duration::from_secs(30),
             nodelay: true,
             backlog: 1024,
@@ -152,6 +168,47 @@ impl Server {
         B: Body + 'static,
         B::Error: Into<BoxError>,
     {
+        Server::start(handle, addr, options, make_service, Protocols::Http1)
+    }
+
+    /// As [`Server::http1`], but each connection speaks HTTP/2 if it opens with the
+    /// HTTP/2 connection preface (prior knowledge, as h2c clients and gRPC do), and
+    /// HTTP/1.1 otherwise. HTTP/2 streams run as tasks on the connection's core.
+    #[cfg(feature = "http2")]
+    pub fn auto<A, M, S, B>(
+        handle: &ringway::Handle,
+        addr: A,
+        options: ServeOptions,
+        make_service: M,
+    ) -> io::Result<Server>
+    where
+        A: ToSocketAddrs,
+        M: Fn() -> S + Send + Sync + 'static,
+        S: Service<Request<Incoming>, Response = Response<B>> + Clone + 'static,
+        S::Error: Into<BoxError>,
+        S::Future: 'static,
+        B: Body + 'static,
+        B::Error: Into<BoxError>,
+    {
+        Server::start(handle, addr, options, make_service, Protocols::Auto)
+    }
+
+    fn start<A, M, S, B>(
+        handle: &ringway::Handle,
+        addr: A,
+        options: ServeOptions,
+        make_service: M,
+        protocols: Protocols,
+    ) -> io::Result<Server>
+    where
+        A: ToSocketAddrs,
+        M: Fn() -> S + Send + Sync + 'static,
+        S: Service<Request<Incoming>, Response = Response<B>> + Clone + 'static,
+        S::Error: Into<BoxError>,
+        S::Future: 'static,
+        B: Body + 'static,
+        B::Error: Into<BoxError>,
+    {
         let addr = addr.to_socket_addrs()?.next().ok_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidInput, "address resolved to nothing")
         })?;
@@ -168,7 +225,7 @@ impl Server {
                     (signal.clone(), make_service.clone(), options.clone());
                 handle.spawn_on(core, move || async move {
                     let listener = TcpListener::from_std(listener)?;
-                    Ok(serve_core(listener, &options, make_service(), &signal).await)
+                    Ok(serve_core(listener, &options, make_service(), &signal, protocols).await)
                 })
             })
             .collect();
@@ -244,6 +301,7 @@ async fn serve_core<S, B>(
     options: &ServeOptions,
     service: S,
     signal: &Signal,
+    protocols: Protocols,
 ) -> ServeReport
 where
     S: Service<Request<Incoming>, Response = Response<B>> + Clone + 'static,
@@ -254,6 +312,9 @@ where
 {
     let drain = Rc::new(CoreDrain::default());
     let counts = Rc::new(CoreCounts::default());
+    // The builders, where this core's connection tasks can reach them.
+    #[cfg(feature = "http2")]
+    let local_options = Rc::new(options.clone());
     let mut report = ServeReport::default();
     {
         let mut incoming = listener.incoming();
@@ -287,10 +348,34 @@ where
                     tracing::debug!(error = %e, "TCP_NODELAY refused");
                 }
             }
-            let conn = options
-                .http1
-                .serve_connection(CompatStream::new(stream), service.clone());
-            ringway::spawn(serve_connection(conn, drain.enter(), counts.clone())).detach();
+            let (guard, counts) = (drain.enter(), counts.clone());
+            match protocols {
+                Protocols::Http1 => {
+                    let conn = options
+                        .http1
+                        .serve_connection(CompatStream::new(stream), service.clone());
+                    ringway::spawn(serve_connection(conn, guard, counts)).detach();
+                }
+                #[cfg(feature = "http2")]
+                Protocols::Auto => {
+                    let (options, service) = (local_options.clone(), service.clone());
+                    ringway::spawn(async move {
+                        let io = CompatStream::new(stream);
+                        match crate::sniff::sniff_h2(io, &guard).await {
+                            Some((io, true)) => {
+                                let conn = options.http2.serve_connection(io, service);
+                                serve_connection(conn, guard, counts).await
+                            }
+                            Some((io, false)) => {
+                                let conn = options.http1.serve_connection(io, service);
+                                serve_connection(conn, guard, counts).await
+                            }
+                            None => counts.failed.set(counts.failed.get() + 1),
+                        }
+                    })
+                    .detach();
+                }
+            }
         }
     }
     // Stop accepting before draining: new connections are refused, not left waiting.
@@ -310,16 +395,11 @@ where
 }
 
 /// Serves one connection until it closes, finishing gracefully when the drain asks.
-async fn serve_connection<S, B>(
-    conn: http1::Connection<CompatStream<ringway::net::TcpStream>, S>,
+async fn serve_connection<C: GracefulConnection>(
+    conn: C,
     guard: ConnGuard,
     counts: Rc<CoreCounts>,
-) where
-    S: Service<Request<Incoming>, Response = Response<B>> + 'static,
-    S::Error: Into<BoxError>,
-    B: Body + 'static,
-    B::Error: Into<BoxError>,
-{
+) {
     let mut conn = pin!(conn);
     let mut finishing = false;
     let r = poll_fn(|cx| {
@@ -339,5 +419,46 @@ async fn serve_connection<S, B>(
     if let Err(e) = r {
         counts.failed.set(counts.failed.get() + 1);
         tracing::debug!(error = %e, "connection ended with an error");
+    }
+}
+
+/// Which protocols a server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocols {
+    Http1,
+    #[cfg(feature = "http2")]
+    Auto,
+}
+
+/// A hyper server connection that can be asked to finish gracefully.
+trait GracefulConnection: Future<Output = Result<(), hyper::Error>> {
+    fn graceful_shutdown(self: std::pin::Pin<&mut Self>);
+}
+
+impl<I, S, B> GracefulConnection for http1::Connection<I, S>
+where
+    S: Service<Request<Incoming>, Response = Response<B>>,
+    S::Error: Into<BoxError>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin,
+    B: Body + 'static,
+    B::Error: Into<BoxError>,
+{
+    fn graceful_shutdown(self: std::pin::Pin<&mut Self>) {
+        http1::Connection::graceful_shutdown(self)
+    }
+}
+
+#[cfg(feature = "http2")]
+impl<I, S, B> GracefulConnection for http2::Connection<I, S, LocalExecutor>
+where
+    S: Service<Request<Incoming>, Response = Response<B>>,
+    S::Error: Into<BoxError>,
+    S::Future: 'static,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin,
+    B: Body + 'static,
+    B::Error: Into<BoxError>,
+{
+    fn graceful_shutdown(self: std::pin::Pin<&mut Self>) {
+        http2::Connection::graceful_shutdown(self)
     }
 }
