@@ -2,8 +2,6 @@
 //! the adapter, concurrent streams on one connection, an axum router behind it) and
 //! HTTP/1.1 on the same port; a preface split over two receives is still recognised.
 
-mod common;
-
 use std::time::Duration;
 
 use axum::extract::Path;
@@ -89,8 +87,8 @@ fn auto_serves_http2_and_http1_on_one_port(backend: Backend) {
         drop(send);
 
         // HTTP/1.1 on the same port.
-        let mut c = common::client(addr).await;
-        let r = common::fetch(&mut c, common::get("/hello/h1")).await;
+        let mut c = crate::common::client(addr).await;
+        let r = crate::common::fetch(&mut c, crate::common::get("/hello/h1")).await;
         assert_eq!(r.version(), http::Version::HTTP_11);
         assert_eq!(r.body(), "hello h1");
         drop(c);

@@ -3,19 +3,17 @@
 //! with hyper's own client over the adapter; then graceful shutdown, and the drain
 //! deadline.
 
-mod common;
-
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::{client, fetch, get as get_req};
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use bytes::Bytes;
-use common::{client, fetch, get as get_req};
 use http::Request;
 use http_body_util::Full;
 use ringway::{Backend, Runtime};
