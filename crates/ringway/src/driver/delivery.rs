@@ -44,10 +44,14 @@ impl Delivery<'_> {
                 }
                 match &mut slot.notify {
                     Notify::Waker(w) => {
-                        slot.queue.push_back(c);
+                        if slot.multishot {
+                            slot.queue.push_back(c);
+                        } else {
+                            slot.single = Some(c);
+                        }
                         // Woken in place and kept registered: a task's waker is the same
                         // on every poll, so the next registration costs nothing.
-                        if let Some(w) = w {
+                        if let (true, Some(w)) = (slot.armed, w) {
                             w.wake_by_ref();
                         }
                     }

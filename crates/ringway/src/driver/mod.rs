@@ -262,7 +262,7 @@ impl DriverWaker {
 /// The backend in use.
 enum ActiveBackend {
     Uring(Box<uring::Uring>),
-    Epoll(epoll::Epoll),
+    Epoll(Box<epoll::Epoll>),
 }
 
 /// What an executor-face submit produced.
@@ -332,7 +332,7 @@ impl Driver {
             fallbacks,
         };
         Ok(Driver::assemble(
-            ActiveBackend::Epoll(ep),
+            ActiveBackend::Epoll(Box::new(ep)),
             pool,
             info,
             waker,
@@ -410,7 +410,7 @@ impl Driver {
         token: u64,
         timeout: Option<Duration>,
     ) -> OpId {
-        let id = self.table.insert(op.into(), Notify::Token(token), timeout);
+        let id = self.table.insert_token(op.into(), token, timeout);
         self.start(id);
         id
     }
@@ -482,39 +482,56 @@ impl Driver {
 
     // ---- executor face -------------------------------------------------------------
 
-    /// Starts `op` for a future. On epoll a single-shot operation that can finish at once
-    /// does so here.
+    /// Starts `op` for a future whose task `waker` wakes at each completion. On epoll
+    /// a single-shot operation that can finish at once does so here.
     ///
     /// # Safety
     ///
     /// As for [`submit`](Self::submit): pointers live until the final completion; the
     /// future passes its buffers to [`detach`](Self::detach) if dropped before that.
-    pub(crate) unsafe fn submit_waker(&mut self, op: Op, timeout: Option<Duration>) -> Submitted {
-        let id = self.table.insert(op, Notify::Waker(None), timeout);
+    pub(crate) unsafe fn submit_waker(
+        &mut self,
+        op: Op,
+        timeout: Option<Duration>,
+        waker: &Waker,
+    ) -> Submitted {
+        if let (ActiveBackend::Epoll(e), None) = (&mut self.backend, timeout) {
+            // The common case on epoll: the socket is ready and nothing waits before
+            // this op. Its one syscall runs now, without a slot.
+            // SAFETY: the caller's promise for the op's pointers, for this call.
+            if let Some(c) = unsafe { e.try_at_once(&op, &self.pool) } {
+                self.stats.submitted += 1;
+                return Submitted::Done(c);
+            }
+        }
+        let id = self.table.insert_for_waker(op, timeout);
         self.start(id);
         let slot = self.table.get_mut(id).expect("just inserted");
-        if slot.done && !op.is_multishot() {
-            let c = slot
-                .queue
-                .pop_front()
-                .expect("a done op has its completion");
+        if slot.done && !slot.multishot {
+            let c = slot.single.take().expect("a done op has its completion");
             self.table.release(id);
             return Submitted::Done(c);
         }
+        OpTable::register_waker(slot, waker);
         Submitted::Pending(id)
     }
 
+    #[inline]
     fn start(&mut self, id: OpId) {
         self.stats.submitted += 1;
-        let (backend, mut delivery) = self.split(None);
-        match backend {
-            ActiveBackend::Uring(u) => u.start(&mut delivery, id),
-            ActiveBackend::Epoll(e) => e.start(&mut delivery, id),
+        if let ActiveBackend::Uring(u) = &mut self.backend {
+            // io_uring starts an op without completing anything: no delivery needed.
+            u.start(&mut self.table, id);
+            return;
+        }
+        if let (ActiveBackend::Epoll(e), mut delivery) = self.split(None) {
+            e.start(&mut delivery, id);
         }
     }
 
     /// Polls a single-shot operation: ready with its completion once the final CQE is in
     /// (the slot is then free).
+    #[inline]
     pub(crate) fn poll_complete(&mut self, id: OpId, cx: &mut Context<'_>) -> Poll<Completion> {
         let slot = self
             .table
@@ -523,19 +540,17 @@ impl Driver {
         if slot.done {
             // A zero-copy send posts its result first and its buffer notification last;
             // the result is what the caller wants.
-            let c = slot
-                .queue
-                .pop_front()
-                .expect("a done op has its completion");
+            let c = slot.single.take().expect("a done op has its completion");
             self.table.release(id);
             return Poll::Ready(c);
         }
-        set_waker(&mut slot.notify, cx.waker());
+        OpTable::register_waker(slot, cx.waker());
         Poll::Pending
     }
 
     /// Polls a multishot operation: the next completion, or `None` once it has ended (the
     /// slot is then free).
+    #[inline]
     pub(crate) fn poll_next(&mut self, id: OpId, cx: &mut Context<'_>) -> Poll<Option<Completion>> {
         let Some(slot) = self.table.get_mut(id) else {
             return Poll::Ready(None);
@@ -547,7 +562,7 @@ impl Driver {
             self.table.release(id);
             return Poll::Ready(None);
         }
-        set_waker(&mut slot.notify, cx.waker());
+        OpTable::register_waker(slot, cx.waker());
         Poll::Pending
     }
 
@@ -560,7 +575,7 @@ impl Driver {
             return;
         };
         let yields_fd = slot.op.yields_fd();
-        for c in slot.queue.drain(..) {
+        for c in slot.queue.drain(..).chain(slot.single.take()) {
             if yields_fd && c.result >= 0 {
                 // SAFETY: an fd produced for a future that will never see it.
                 unsafe { libc::close(c.result) };
@@ -620,13 +635,6 @@ impl Drop for Driver {
             std::mem::forget(std::mem::replace(&mut self.table, OpTable::new()));
             std::mem::forget(self.pool.clone());
         }
-    }
-}
-
-fn set_waker(notify: &mut Notify, waker: &Waker) {
-    match notify {
-        Notify::Waker(Some(w)) if w.will_wake(waker) => {}
-        _ => *notify = Notify::Waker(Some(waker.clone())),
     }
 }
 

@@ -37,13 +37,19 @@ impl Starved {
     }
 
     /// If a buffer came back since the last call, moves the oldest parked receives into
-    /// `out`, as many as the pool has free buffers (at least one). If some stay parked,
+    /// `out`, as many as the pool has free buffers. If some stay parked,
     /// the pool's mark is set again so the next turn looks once more.
     pub fn take_rearmable(&mut self, pool: &BufferPool, out: &mut Vec<OpId>) {
         if self.parked.is_empty() || !pool.take_returned() {
             return;
         }
-        let n = pool.free_count().clamp(1, self.parked.len());
+        // A buffer that came back may have been taken again already (or been one that a
+        // receive took and returned unused): only free buffers count.
+        let free = pool.free_count();
+        if free == 0 {
+            return;
+        }
+        let n = free.min(self.parked.len());
         out.extend(self.parked.drain(..n));
         if !self.parked.is_empty() {
             pool.mark_returned();

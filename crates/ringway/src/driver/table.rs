@@ -1,10 +1,12 @@
 //! Where an operation's state lives while the kernel works on it, whatever the backend.
 //!
-//! The table is a slab of slots in fixed-size pages that never move, and slots are
-//! reused: after warm-up an operation costs no heap allocation. A slot holds what both
-//! backends need (the op, who to tell, the completions not yet taken, the resources of
-//! an operation whose owner is gone); what only one backend needs lives with that
-//! backend, indexed by the same slot index (`uring::ScratchPages`, `epoll::EpollOpState`).
+//! The table is a slab of slots, reused: after warm-up an operation costs no heap
+//! allocation. A slot holds what both backends need (the op, who to tell, the
+//! completions not yet taken, the resources of an operation whose owner is gone); what
+//! only one backend needs lives with that backend, indexed by the same slot index
+//! (`uring::ScratchPages`, `epoll::EpollOpState`). Nothing in a slot is visible to the
+//! kernel (that is the backends' scratch, which never moves), so the slots themselves
+//! may move when the table grows: one flat vector, one bounds check per lookup.
 
 use std::any::Any;
 use std::collections::VecDeque;
@@ -44,7 +46,14 @@ pub(crate) struct Slot {
     pub notify: Notify,
     /// The final completion has been seen: no CQE or readiness will name this slot again.
     pub done: bool,
-    /// Completions not yet taken by the awaiting future.
+    /// `op.is_multishot()`, read once at insertion.
+    pub multishot: bool,
+    /// Executor face: the waker in `notify` belongs to this operation's task (it may be
+    /// a previous user's until `register_waker`), so completions may wake it.
+    pub armed: bool,
+    /// Executor face, single-shot op: its completion, until the future takes it.
+    pub single: Option<Completion>,
+    /// Executor face, multishot op: completions not yet taken by the stream.
     pub queue: VecDeque<Completion>,
     /// Resources (buffers) of an orphaned operation, dropped at the final completion.
     pub held: Option<Box<dyn Any>>,
@@ -63,6 +72,9 @@ impl Slot {
             op: Op::Nop(Nop),
             notify: Notify::Token(0),
             done: true,
+            multishot: false,
+            armed: false,
+            single: None,
             queue: VecDeque::new(),
             held: None,
             cancel_requested: false,
@@ -72,12 +84,12 @@ impl Slot {
     }
 }
 
-/// Slots per page.
+/// Slots per page of backend scratch that must not move (`uring::ScratchPages`).
 pub(crate) const PAGE: usize = 64;
 
-/// Stable-address slab of operation slots.
+/// The slab of operation slots.
 pub(crate) struct OpTable {
-    pages: Vec<Box<[Slot]>>,
+    slots: Vec<Slot>,
     free: Vec<u32>,
     live: usize,
 }
@@ -85,7 +97,7 @@ pub(crate) struct OpTable {
 impl OpTable {
     pub fn new() -> Self {
         OpTable {
-            pages: Vec::new(),
+            slots: Vec::new(),
             free: Vec::new(),
             live: 0,
         }
@@ -96,55 +108,89 @@ impl OpTable {
         self.live
     }
 
-    /// Takes a free slot for `op`.
-    pub fn insert(&mut self, op: Op, notify: Notify, timeout: Option<Duration>) -> OpId {
-        if self.free.is_empty() {
-            self.grow();
+    /// Takes a free slot for `op`, whose completions go to the low-level face's sink
+    /// with `token`.
+    #[inline]
+    pub fn insert_token(&mut self, op: Op, token: u64, timeout: Option<Duration>) -> OpId {
+        let id = self.take(op, timeout);
+        self.slots[id.index as usize].notify = Notify::Token(token);
+        id
+    }
+
+    /// Takes a free slot for `op`, for the executor's face. Its waker is registered
+    /// separately ([`register_waker`](Self::register_waker)), after the op has started:
+    /// an op that completes while its own task is being polled must not wake it.
+    #[inline]
+    pub fn insert_for_waker(&mut self, op: Op, timeout: Option<Duration>) -> OpId {
+        let id = self.take(op, timeout);
+        let notify = &mut self.slots[id.index as usize].notify;
+        if !matches!(notify, Notify::Waker(_)) {
+            *notify = Notify::Waker(None);
         }
-        let index = self.free.pop().expect("grown");
-        let slot = self.slot_mut(index);
+        id
+    }
+
+    #[inline]
+    fn take(&mut self, op: Op, timeout: Option<Duration>) -> OpId {
+        let index = match self.free.pop() {
+            Some(i) => i,
+            None => self.grow(),
+        };
+        let slot = &mut self.slots[index as usize];
         debug_assert_eq!(slot.state, SlotState::Free);
         slot.gen = slot.gen.wrapping_add(1);
         slot.state = SlotState::Owned;
         slot.op = op;
-        slot.notify = notify;
+        slot.multishot = op.is_multishot();
+        slot.armed = false;
         slot.done = false;
         slot.cancel_requested = false;
         slot.timeout = timeout;
         slot.starved = false;
-        debug_assert!(slot.queue.is_empty() && slot.held.is_none());
+        debug_assert!(slot.queue.is_empty() && slot.single.is_none() && slot.held.is_none());
         let gen = slot.gen;
         self.live += 1;
         OpId { index, gen }
     }
 
-    fn grow(&mut self) {
-        let base = (self.pages.len() * PAGE) as u32;
-        let page: Box<[Slot]> = (0..PAGE).map(|_| Slot::vacant()).collect();
-        self.pages.push(page);
-        // Hand out low indices first.
-        self.free.extend((base..base + PAGE as u32).rev());
+    /// Makes `waker` the one a live executor-face slot wakes. A slot keeps its last
+    /// waker when freed, and the same task usually takes the same slot again (the free
+    /// list is last-in first-out): then nothing is cloned.
+    #[inline]
+    pub fn register_waker(slot: &mut Slot, waker: &Waker) {
+        slot.armed = true;
+        match &mut slot.notify {
+            Notify::Waker(Some(w)) if w.will_wake(waker) => {}
+            notify => *notify = Notify::Waker(Some(waker.clone())),
+        }
     }
 
-    fn slot_mut(&mut self, index: u32) -> &mut Slot {
-        let i = index as usize;
-        &mut self.pages[i / PAGE][i % PAGE]
+    /// Adds a slot and returns its index.
+    #[cold]
+    fn grow(&mut self) -> u32 {
+        self.slots.push(Slot::vacant());
+        (self.slots.len() - 1) as u32
     }
 
     /// The slot of a live operation, or `None` if `id` is stale.
+    #[inline]
     pub fn get_mut(&mut self, id: OpId) -> Option<&mut Slot> {
-        let i = id.index as usize;
-        let slot = self.pages.get_mut(i / PAGE)?.get_mut(i % PAGE)?;
+        let slot = self.slots.get_mut(id.index as usize)?;
         (slot.gen == id.gen && slot.state != SlotState::Free).then_some(slot)
     }
 
     /// Frees a slot; its resources are dropped.
+    #[inline]
     pub fn release(&mut self, id: OpId) {
         if let Some(slot) = self.get_mut(id) {
             slot.state = SlotState::Free;
-            slot.held = None;
-            slot.queue.clear();
-            slot.notify = Notify::Token(0);
+            // A waker stays (see `register_waker`); it is not woken while the slot is
+            // free, and no completion can reach a free slot.
+            if slot.held.is_some() || slot.single.is_some() || !slot.queue.is_empty() {
+                slot.held = None;
+                slot.single = None;
+                slot.queue.clear();
+            }
             self.free.push(id.index);
             self.live -= 1;
         }
@@ -152,18 +198,15 @@ impl OpTable {
 
     /// Ids of every live operation (used at shutdown).
     pub fn live_ids(&self) -> Vec<OpId> {
-        let mut ids = Vec::new();
-        for (p, page) in self.pages.iter().enumerate() {
-            for (i, slot) in page.iter().enumerate() {
-                if slot.state != SlotState::Free {
-                    ids.push(OpId {
-                        index: (p * PAGE + i) as u32,
-                        gen: slot.gen,
-                    });
-                }
-            }
-        }
-        ids
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.state != SlotState::Free)
+            .map(|(i, s)| OpId {
+                index: i as u32,
+                gen: s.gen,
+            })
+            .collect()
     }
 }
 
@@ -190,9 +233,9 @@ mod tests {
         };
         assert_eq!(OpId::from_user_data(id.to_user_data()), id);
         let mut t = OpTable::new();
-        let a = t.insert(Op::Nop(Nop), Notify::Token(1), None);
+        let a = t.insert_token(Op::Nop(Nop), 1, None);
         t.release(a);
-        let b = t.insert(Op::Nop(Nop), Notify::Token(2), None);
+        let b = t.insert_token(Op::Nop(Nop), 2, None);
         assert_eq!(a.index, b.index, "slot reused");
         assert_ne!(a.gen, b.gen, "with a new generation");
         assert!(

@@ -22,7 +22,7 @@ use std::rc::Rc;
 use crate::fs::File;
 use crate::io::ops::Splice;
 use crate::io::OpFuture;
-use crate::runtime::core::with_current;
+use crate::runtime::context::with_driver;
 
 /// A pipe owned by the current core. See the [module docs](self).
 #[derive(Debug)]
@@ -41,8 +41,7 @@ impl Pipe {
     /// A new pipe, with the blocking mode the current backend wants. Must be called on a
     /// runtime thread.
     pub fn new() -> io::Result<Pipe> {
-        let nonblocking =
-            with_current(|c| c.driver.borrow().socket_flags()) & libc::SOCK_NONBLOCK != 0;
+        let nonblocking = with_driver(|d| d.socket_flags()) & libc::SOCK_NONBLOCK != 0;
         let mut flags = libc::O_CLOEXEC;
         if nonblocking {
             flags |= libc::O_NONBLOCK;

@@ -22,10 +22,11 @@ use std::io;
 use std::os::fd::{OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
-use super::op::{AfterEnd, Attempt, EpollOp, OpKind, Readiness};
+use super::op::{AfterEnd, Attempt, EpollOp, Op, OpKind, Readiness};
 use super::starved::Starved;
 use super::table::SlotState;
 use super::{Completion, Delivery, DriverWaker, OpId, RawAddr};
+use crate::buf::BufferPool;
 use fd_state::{Direction, FdState};
 
 const WAKE_KEY: u64 = u64::MAX;
@@ -59,6 +60,8 @@ pub(crate) struct Epoll {
     deadlines: BTreeMap<(Instant, u32), OpId>,
     starved: Starved,
     rearm: Vec<OpId>,
+    /// The state handed to ops run by `try_at_once` (they read none of it).
+    spare: EpollOpState,
 }
 
 impl Epoll {
@@ -79,6 +82,7 @@ impl Epoll {
             deadlines: BTreeMap::new(),
             starved: Starved::default(),
             rearm: Vec::new(),
+            spare: EpollOpState::new(),
         })
     }
 
@@ -113,6 +117,43 @@ impl Epoll {
         }
         self.fd_state(fd).registered = true;
         Ok(())
+    }
+
+    /// Runs a single-shot op at once, without a slot, if its fd is known to be ready in
+    /// its direction and nothing is parked there before it: the one syscall it needs,
+    /// as readiness I/O would do. `None` if it must take the ordinary way (not ready,
+    /// would block, or an op with state of its own: an address, a timeout, many
+    /// completions).
+    ///
+    /// # Safety
+    ///
+    /// The op's pointers are valid for the call.
+    pub(crate) unsafe fn try_at_once(&mut self, op: &Op, pool: &BufferPool) -> Option<Completion> {
+        let (fd, dir) = match op.readiness() {
+            Readiness::Read(fd) => (fd, Direction::Read),
+            Readiness::Write(fd) => (fd, Direction::Write),
+            Readiness::None => return None,
+        };
+        if op.is_multishot() || op.input_addr().is_some() {
+            return None;
+        }
+        let st = self.fds.get_mut(fd as usize)?.as_mut()?;
+        if !st.registered || !st.ready(dir) || !st.queue(dir).is_empty() {
+            return None;
+        }
+        // SAFETY: the caller's promise; `spare` is state no op of this kind reads.
+        match unsafe { op.attempt(&mut self.spare, pool) } {
+            Attempt::Blocked => {
+                st.set_ready(dir, false);
+                None
+            }
+            Attempt::Done { c, drained } => {
+                if drained {
+                    st.set_ready(dir, false);
+                }
+                Some(c)
+            }
+        }
     }
 
     pub(crate) fn start(&mut self, d: &mut Delivery<'_>, id: OpId) {
@@ -181,7 +222,12 @@ impl Epoll {
                 self.fd_state(fd).queue(dir).pop_front();
                 continue;
             }
-            let op = slot.op;
+            if slot.starved {
+                // Parked on an empty pool: an edge changes nothing until a buffer comes
+                // back (`turn` retries it then), and nothing behind it may go first.
+                return;
+            }
+            let (op, multishot) = (slot.op, slot.multishot);
             let wants_more = slot.state == SlotState::Owned && !slot.cancel_requested;
             // SAFETY: the submitter's promise for the op's pointers, held until the
             // final completion, which has not come yet (`done` is false).
@@ -193,8 +239,8 @@ impl Epoll {
                 }
                 Attempt::Done { c, drained } => (c, drained),
             };
-            let mut last = !op.is_multishot() || op.ends(c.result);
-            if op.is_multishot() && last && wants_more {
+            let mut last = !multishot || op.ends(c.result);
+            if multishot && last && wants_more {
                 match op.after_end(c.result) {
                     AfterEnd::AwaitBuffer => {
                         // Stays first in the queue: it is retried from there once a

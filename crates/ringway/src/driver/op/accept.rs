@@ -35,6 +35,7 @@ impl UringOp for Accept {
             .flags(libc::SOCK_CLOEXEC)
             .build()
     }
+    const FILLS: bool = true;
     fn fill(&self, scratch: &UringScratch, c: &mut Completion) {
         c.addr = scratch.addr.to_socket_addr();
     }

@@ -123,8 +123,11 @@ pub(crate) trait UringOp: OpKind {
     /// stable until the final completion.
     fn sqe(&self, scratch: &mut UringScratch, env: &UringEnv) -> squeue::Entry;
 
+    /// True if [`fill`](Self::fill) adds anything (it is skipped otherwise).
+    const FILLS: bool = false;
+
     /// Adds to a completion what the kernel left in `scratch` (an accepted peer's
-    /// address). Called for successful results only.
+    /// address). Called for successful results of ops whose `FILLS` is true.
     fn fill(&self, scratch: &UringScratch, c: &mut Completion) {
         let _ = (scratch, c);
     }
@@ -223,42 +226,61 @@ macro_rules! ops {
         })*
 
         impl OpKind for Op {
+            #[inline]
             fn fd(&self) -> Option<RawFd> {
                 match self { $(Op::$variant(op) => OpKind::fd(op),)* }
             }
+            #[inline]
             fn yields_fd(&self) -> bool {
                 match self { $(Op::$variant(op) => OpKind::yields_fd(op),)* }
             }
+            #[inline]
             fn is_multishot(&self) -> bool {
                 match self { $(Op::$variant(op) => OpKind::is_multishot(op),)* }
             }
+            #[inline]
             fn after_end(&self, result: i32) -> AfterEnd {
                 match self { $(Op::$variant(op) => OpKind::after_end(op, result),)* }
             }
+            #[inline]
             fn ends(&self, result: i32) -> bool {
                 match self { $(Op::$variant(op) => OpKind::ends(op, result),)* }
             }
+            #[inline]
             fn input_addr(&self) -> Option<*const RawAddr> {
                 match self { $(Op::$variant(op) => OpKind::input_addr(op),)* }
             }
         }
 
+        impl Op {
+            /// `UringOp::FILLS` of the op inside.
+            #[inline]
+            pub(crate) fn fills(&self) -> bool {
+                match self { $(Op::$variant(_) => <$variant as UringOp>::FILLS,)* }
+            }
+        }
+
         impl UringOp for Op {
+            #[inline]
             fn sqe(&self, scratch: &mut UringScratch, env: &UringEnv) -> squeue::Entry {
                 match self { $(Op::$variant(op) => UringOp::sqe(op, scratch, env),)* }
             }
+            #[inline]
             fn fill(&self, scratch: &UringScratch, c: &mut Completion) {
                 match self { $(Op::$variant(op) => UringOp::fill(op, scratch, c),)* }
             }
         }
 
         impl EpollOp for Op {
+            #[inline]
             fn readiness(&self) -> Readiness {
                 match self { $(Op::$variant(op) => EpollOp::readiness(op),)* }
             }
+            #[inline]
             fn once_per_edge(&self) -> bool {
                 match self { $(Op::$variant(op) => EpollOp::once_per_edge(op),)* }
             }
+            #[inline]
             unsafe fn attempt(&self, state: &mut EpollOpState, pool: &BufferPool) -> Attempt {
                 // SAFETY: the caller's promise, passed on.
                 match self { $(Op::$variant(op) => unsafe { EpollOp::attempt(op, state, pool) },)* }

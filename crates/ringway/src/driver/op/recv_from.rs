@@ -44,6 +44,7 @@ impl UringOp for RecvFrom {
         scratch.msg.msg_iovlen = 1;
         opcode::RecvMsg::new(types::Fd(self.fd), &mut scratch.msg).build()
     }
+    const FILLS: bool = true;
     fn fill(&self, scratch: &UringScratch, c: &mut Completion) {
         c.addr = scratch.addr.to_socket_addr();
     }

@@ -26,7 +26,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use super::op::{AfterEnd, Op, OpKind, UringOp};
 use super::starved::Starved;
-use super::table::{Notify, SlotState};
+use super::table::{Notify, OpTable, SlotState};
 use super::{Completion, Delivery, OpId};
 use scratch::ScratchPages;
 
@@ -110,23 +110,14 @@ impl Uring {
     }
 
     fn push(&mut self, sqe: squeue::Entry) {
-        // SAFETY: every pointer in the SQE stays valid until its final CQE: buffers are
-        // owned by the slot's future or `held`, scratch lives in stable pages.
-        while unsafe { self.ring.submission().push(&sqe) }.is_err() {
-            self.sq_full_flushes += 1;
-            // The SQ is full: hand it to the kernel to make room.
-            if let Err(e) = self.ring.submit() {
-                if e.raw_os_error() != Some(libc::EBUSY) && e.raw_os_error() != Some(libc::EINTR) {
-                    tracing::error!(error = %e, "io_uring submit failed while flushing a full SQ");
-                }
-            }
-        }
+        let (submitter, mut sq, _) = self.ring.split();
+        push_into(&submitter, &mut sq, &sqe, &mut self.sq_full_flushes);
     }
 
     /// Starts a newly submitted operation: its input address is copied now (the
     /// caller's may not outlive the submit), its SQE goes with the next enter.
-    pub(crate) fn start(&mut self, d: &mut Delivery<'_>, id: OpId) {
-        let Some(slot) = d.table.get_mut(id) else {
+    pub(crate) fn start(&mut self, table: &mut OpTable, id: OpId) {
+        let Some(slot) = table.get_mut(id) else {
             return;
         };
         if self.env.send_zc_min != usize::MAX {
@@ -148,49 +139,49 @@ impl Uring {
         }
     }
 
-    /// Pushes the SQEs of the operations started since the last enter.
+    /// Pushes the SQEs of the operations started since the last enter, through one view
+    /// of the submission queue (each view reads the kernel's head; one per batch).
     fn push_unsubmitted(&mut self, d: &mut Delivery<'_>) {
-        // By index: `push_op` never adds to the list, and the Vec keeps its capacity.
-        for i in 0..self.unsubmitted.len() {
-            let id = self.unsubmitted[i];
-            if let Some(slot) = d.table.get_mut(id) {
-                if !slot.done {
-                    let (op, timeout) = (slot.op, slot.timeout);
-                    self.push_op(id, &op, timeout);
-                }
+        if self.unsubmitted.is_empty() {
+            return;
+        }
+        let env = self.env;
+        let (submitter, mut sq, _) = self.ring.split();
+        for &id in &self.unsubmitted {
+            let Some(slot) = d.table.get_mut(id) else {
+                continue;
+            };
+            if slot.done {
+                continue;
             }
+            let scratch = self.scratch.get(id.index);
+            let entry = slot.op.sqe(scratch, &env).user_data(id.to_user_data());
+            let Some(t) = slot.timeout else {
+                push_into(&submitter, &mut sq, &entry, &mut self.sq_full_flushes);
+                continue;
+            };
+            scratch.timeout = types::Timespec::new()
+                .sec(t.as_secs())
+                .nsec(t.subsec_nanos());
+            let ts: *const types::Timespec = &scratch.timeout;
+            // SAFETY: the timespec lives in the op's scratch, in stable pages, until the
+            // final CQE.
+            let link = opcode::LinkTimeout::new(unsafe { &*ts })
+                .build()
+                .user_data(TIMEOUT_UD);
+            // Both must sit in the SQ together, in order.
+            if sq.capacity() - sq.len() < 2 {
+                flush_full(&submitter, &mut sq, &mut self.sq_full_flushes);
+            }
+            push_into(
+                &submitter,
+                &mut sq,
+                &entry.flags(squeue::Flags::IO_LINK),
+                &mut self.sq_full_flushes,
+            );
+            push_into(&submitter, &mut sq, &link, &mut self.sq_full_flushes);
         }
         self.unsubmitted.clear();
-    }
-
-    fn push_op(&mut self, id: OpId, op: &Op, timeout: Option<Duration>) {
-        let env = self.env;
-        let scratch = self.scratch.get(id.index);
-        let entry = op.sqe(scratch, &env).user_data(id.to_user_data());
-        let Some(t) = timeout else {
-            self.push(entry);
-            return;
-        };
-        scratch.timeout = types::Timespec::new()
-            .sec(t.as_secs())
-            .nsec(t.subsec_nanos());
-        let ts: *const types::Timespec = &scratch.timeout;
-        // SAFETY: the timespec lives in the op's scratch, in stable pages, until the
-        // final CQE.
-        let link = opcode::LinkTimeout::new(unsafe { &*ts })
-            .build()
-            .user_data(TIMEOUT_UD);
-        // Both must sit in the SQ together, in order.
-        let free = {
-            let sq = self.ring.submission();
-            sq.capacity() - sq.len()
-        };
-        if free < 2 {
-            self.sq_full_flushes += 1;
-            let _ = self.ring.submit();
-        }
-        self.push(entry.flags(squeue::Flags::IO_LINK));
-        self.push(link);
     }
 
     pub(crate) fn cancel(&mut self, d: &mut Delivery<'_>, id: OpId) {
@@ -302,13 +293,12 @@ impl Uring {
     }
 
     fn dispatch(&mut self, d: &mut Delivery<'_>, ud: u64, result: i32, flags: u32) {
-        match ud {
-            WAKE_UD => {
+        if ud as u32 == INTERNAL as u32 {
+            if ud == WAKE_UD {
                 self.arm_wake();
-                return;
             }
-            CANCEL_UD | TIMEOUT_UD => return,
-            _ => {}
+            // Cancels and linked timeouts need no routing.
+            return;
         }
         let id = OpId::from_user_data(ud);
         let more = cqueue::more(flags);
@@ -335,14 +325,10 @@ impl Uring {
         let Some(slot) = d.table.get_mut(id) else {
             return;
         };
-        if result >= 0 {
+        if result >= 0 && slot.op.fills() {
             slot.op.fill(self.scratch.get(id.index), &mut c);
         }
-        if slot.op.is_multishot()
-            && !more
-            && slot.state == SlotState::Owned
-            && !slot.cancel_requested
-        {
+        if slot.multishot && !more && slot.state == SlotState::Owned && !slot.cancel_requested {
             match slot.op.after_end(result) {
                 AfterEnd::AwaitBuffer => {
                     slot.starved = true;
@@ -383,7 +369,7 @@ impl Uring {
         let slot = d.table.get_mut(id)?;
         let owned = slot.state == SlotState::Owned;
         if cqueue::notif(flags) {
-            if scratch.plain_send && owned && !slot.done && slot.queue.is_empty() {
+            if scratch.plain_send && owned && !slot.done && slot.single.is_none() {
                 // The refused attempt is over: now the plain send.
                 self.restart(d, id);
                 return None;
@@ -393,7 +379,7 @@ impl Uring {
                 (_, Notify::Token(_)) => d.deliver(id, Completion::new(0), true),
                 (_, Notify::Waker(w)) => {
                     slot.done = true;
-                    if let Some(w) = w {
+                    if let (true, Some(w)) = (slot.armed, w) {
                         w.wake_by_ref();
                     }
                 }
@@ -417,4 +403,34 @@ impl Uring {
         }
         Some(c)
     }
+}
+
+/// Pushes one SQE, handing the queue to the kernel first if it is full.
+fn push_into(
+    submitter: &io_uring::Submitter<'_>,
+    sq: &mut io_uring::SubmissionQueue<'_>,
+    sqe: &squeue::Entry,
+    flushes: &mut u64,
+) {
+    // SAFETY: every pointer in the SQE stays valid until its final CQE: buffers are
+    // owned by the slot's future or `held`, scratch lives in stable pages.
+    while unsafe { sq.push(sqe) }.is_err() {
+        flush_full(submitter, sq, flushes);
+    }
+}
+
+/// The SQ is full: hand it to the kernel to make room.
+fn flush_full(
+    submitter: &io_uring::Submitter<'_>,
+    sq: &mut io_uring::SubmissionQueue<'_>,
+    flushes: &mut u64,
+) {
+    *flushes += 1;
+    sq.sync();
+    if let Err(e) = submitter.submit() {
+        if e.raw_os_error() != Some(libc::EBUSY) && e.raw_os_error() != Some(libc::EINTR) {
+            tracing::error!(error = %e, "io_uring submit failed while flushing a full SQ");
+        }
+    }
+    sq.sync();
 }
