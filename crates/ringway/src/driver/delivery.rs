@@ -33,10 +33,13 @@ impl Delivery<'_> {
                     // SAFETY: the kernel handed us this fd and nobody else knows it.
                     unsafe { libc::close(c.result) };
                 }
-                drop(c);
                 if last {
+                    if let Some(held) = slot.held.take() {
+                        held.finished(c.result);
+                    }
                     self.table.release(id);
                 }
+                drop(c);
             }
             SlotState::Owned => {
                 if last {

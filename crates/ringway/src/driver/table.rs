@@ -8,11 +8,11 @@
 //! kernel (that is the backends' scratch, which never moves), so the slots themselves
 //! may move when the table grows: one flat vector, one bounds check per lookup.
 
-use std::any::Any;
 use std::collections::VecDeque;
 use std::task::Waker;
 use std::time::Duration;
 
+use super::held::HeldValue;
 use super::op::{Nop, Op};
 use super::{Completion, OpId};
 
@@ -55,8 +55,8 @@ pub(crate) struct Slot {
     pub single: Option<Completion>,
     /// Executor face, multishot op: completions not yet taken by the stream.
     pub queue: VecDeque<Completion>,
-    /// Resources (buffers) of an orphaned operation, dropped at the final completion.
-    pub held: Option<Box<dyn Any>>,
+    /// What an orphaned operation keeps until its final completion.
+    pub held: Option<HeldValue>,
     pub cancel_requested: bool,
     /// Fails with `ETIMEDOUT` if not complete by then (relative to submission).
     pub timeout: Option<Duration>,
@@ -163,6 +163,17 @@ impl OpTable {
             Notify::Waker(Some(w)) if w.will_wake(waker) => {}
             notify => *notify = Notify::Waker(Some(waker.clone())),
         }
+    }
+
+    /// Takes a free slot for `op`, already orphaned: nobody awaits it, `held` keeps its
+    /// resources and hears its result.
+    #[inline]
+    pub(crate) fn insert_detached(&mut self, op: Op, held: HeldValue) -> OpId {
+        let id = self.take(op, None);
+        let slot = &mut self.slots[id.index as usize];
+        slot.state = SlotState::Orphaned;
+        slot.held = Some(held);
+        id
     }
 
     /// Adds a slot and returns its index.

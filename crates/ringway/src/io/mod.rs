@@ -12,13 +12,12 @@ mod pipe;
 
 pub use pipe::Pipe;
 
-use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::driver::{Completion, Op, OpId, Submitted};
+use crate::driver::{Completion, HeldValue, Keep, Op, OpId, Submitted};
 use crate::runtime::context::{try_with_driver, with_driver};
 
 /// An operation with the resources it owns.
@@ -122,7 +121,7 @@ impl<T: Operation> Future for OpFuture<T> {
 impl<T: Operation> Drop for OpFuture<T> {
     fn drop(&mut self) {
         let Some(id) = self.id.take() else { return };
-        let mut keep = self.state.take().map(|s| Box::new(s) as Box<dyn Any>);
+        let mut keep = self.state.take().map(|s| HeldValue::new(Keep(s)));
         let handed = try_with_driver(|d| d.detach(id, keep.take()));
         if handed.is_none() {
             // No driver to give the buffers to (dropped outside the runtime): the kernel

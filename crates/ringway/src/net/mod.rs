@@ -4,11 +4,13 @@
 //! and writes take `&mut self`: one reader and one writer at a time per socket, so two
 //! sends on one socket can never be in flight out of order.
 
+mod background;
 mod socket;
 mod tcp;
 mod udp;
 mod unix;
 
+pub use background::{Flush, SendAllFuture};
 pub use socket::{ReadFuture, RecvStream, WriteAll, WriteFuture};
 pub use tcp::{Incoming, ListenOptions, OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream};
 pub use udp::UdpSocket;

@@ -5,17 +5,21 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::task::{Context, Poll};
 
+use super::background::{Background, Flush, SendAllFuture};
 use crate::buf::{IoBuf, IoBufMut, PoolBuf, Slice};
 use crate::driver::op::RecvMulti;
 use crate::driver::RawAddr;
 use crate::io::ops::{self, Read, RecvPoolOnce, Write, WriteVectored};
 use crate::io::{MultiShot, OpFuture};
-use crate::runtime::context::with_driver;
+use crate::runtime::context::{try_with_driver, with_driver};
 
-/// An owned socket fd, closed on drop (after the driver forgets it).
+/// An owned socket fd, closed on drop (after the driver forgets it, and after its
+/// background send, if one is in flight).
 #[derive(Debug)]
 pub(crate) struct Socket {
     fd: Option<OwnedFd>,
+    /// Made at the first `send_all`.
+    background: std::sync::OnceLock<std::sync::Arc<Background>>,
 }
 
 impl Socket {
@@ -32,7 +36,10 @@ impl Socket {
     }
 
     pub(super) fn from_fd(fd: OwnedFd) -> Socket {
-        Socket { fd: Some(fd) }
+        Socket {
+            fd: Some(fd),
+            background: std::sync::OnceLock::new(),
+        }
     }
 
     /// Adopts a socket made elsewhere (std), setting the blocking mode the backend wants.
@@ -174,6 +181,18 @@ impl Socket {
         WriteAll::new(self.fd(), buf)
     }
 
+    pub(super) fn send_all<B: IoBuf + Unpin + 'static>(&self, buf: B) -> SendAllFuture<'_, B> {
+        SendAllFuture::new(self.fd(), self.background(), buf)
+    }
+
+    pub(super) fn flush(&self) -> Flush<'_> {
+        Flush::new(self.background())
+    }
+
+    fn background(&self) -> &std::sync::Arc<Background> {
+        self.background.get_or_init(Default::default)
+    }
+
     pub(super) fn write_vectored<B: IoBuf + Unpin>(
         &self,
         bufs: Vec<B>,
@@ -211,10 +230,21 @@ impl Socket {
 
 impl Drop for Socket {
     fn drop(&mut self) {
-        if let Some(fd) = self.fd.take() {
-            crate::io::forget_fd(fd.as_raw_fd());
-            drop(fd);
+        let Some(fd) = self.fd.take() else { return };
+        let sending = self.background.get().and_then(|b| b.in_flight());
+        if sending.is_some() {
+            // Closed by the driver once the background send has ended; outside a
+            // runtime (or with the driver busy) there is no driver to ask.
+            let mut fd = Some(fd);
+            try_with_driver(|d| d.close_after(fd.take().expect("once"), sending));
+            if let Some(fd) = fd {
+                // The send cannot be in flight without a driver: close plainly.
+                drop(fd);
+            }
+            return;
         }
+        crate::io::forget_fd(fd.as_raw_fd());
+        drop(fd);
     }
 }
 

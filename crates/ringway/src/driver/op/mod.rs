@@ -27,6 +27,7 @@ mod recv;
 mod recv_from;
 mod recv_pool;
 mod send;
+mod send_all;
 mod send_to;
 mod send_vectored;
 mod shutdown;
@@ -45,6 +46,7 @@ pub use recv::Recv;
 pub use recv_from::RecvFrom;
 pub use recv_pool::{RecvMulti, RecvPool};
 pub use send::Send;
+pub use send_all::SendAll;
 pub use send_to::SendTo;
 pub use send_vectored::SendVectored;
 pub use shutdown::Shutdown;
@@ -306,6 +308,8 @@ ops! {
     RecvMulti,
     /// Sends a caller buffer.
     Send,
+    /// Sends a whole caller buffer, completing once.
+    SendAll,
     /// Sends several buffers in one call.
     SendVectored,
     /// Receives one datagram and its source address.
