@@ -2,18 +2,17 @@
 //! timer heap, the driver and the table of I/O sources, and runs one loop iteration per
 //! `_run_once` call:
 //!
-//! 1. run the callbacks that were ready when the iteration began (FIFO; those they
-//!    schedule wait for the next iteration, as in asyncio);
-//! 2. flush: every transport written to in this iteration sends its queue as one
-//!    vectored send (an SQE on io_uring, a `sendmsg` on epoll), and readiness watches
-//!    whose callbacks ran are re-armed;
-//! 3. one driver turn: one `io_uring_enter` (or `epoll_wait`) that submits all of that
+//! 1. flush: every transport written to in the previous iteration sends its queue as
+//!    one vectored send (an SQE on io_uring, a `sendmsg` on epoll), and readiness
+//!    watches whose callbacks ran are re-armed;
+//! 2. one driver turn: one `io_uring_enter` (or `epoll_wait`) that submits all of that
 //!    and waits until the next timer, unless callbacks are ready; the GIL is released
 //!    only for this wait;
-//! 4. due timers move to the ready queue, and every completion is dispatched: receives
-//!    go straight to `data_received` / `get_buffer`+`buffer_updated`, accepts to the
-//!    server, readiness to the `add_reader`/`add_writer` callbacks. No Future, no
-//!    Handle per I/O event.
+//! 3. asyncio's order: the callbacks that were ready before the wait (FIFO), then every
+//!    completion (receives go straight to `data_received` /
+//!    `get_buffer`+`buffer_updated`, accepts to the server, readiness to the
+//!    `add_reader`/`add_writer` callbacks: no Future, no Handle per I/O event), then
+//!    the due timers. What these schedule runs in the next iteration.
 //!
 //! `call_soon_threadsafe` queues like `call_soon` (under the GIL) and writes the
 //! driver's eventfd only if the loop is asleep.
@@ -95,6 +94,8 @@ pub(crate) struct LoopState {
     stopping: bool,
     closed: bool,
     debug: bool,
+    /// The last iteration made a driver turn.
+    polled_last: bool,
 }
 
 /// How other threads wake the loop. `call_soon_threadsafe` pushes to the ready queue
@@ -281,28 +282,29 @@ impl LoopCore {
         Ok(timer)
     }
 
-    fn run_ready(slf: &Bound<'_, Self>) -> PyResult<()> {
+    /// Runs the first `n` ready handles (those queued before this iteration's wait).
+    fn run_ready(slf: &Bound<'_, Self>, n: usize, debug: bool) -> PyResult<()> {
         let py = slf.py();
         let this = slf.get();
-        let (n, debug) = {
-            let st = this.state.borrow(py);
-            (st.ready.len(), st.debug)
-        };
         for _ in 0..n {
             let Some(h) = this.state.borrow_mut(py).ready.pop_front() else {
                 break;
             };
-            let h = h.into_bound(py);
-            if h.get().is_cancelled() {
-                continue;
-            }
-            if debug {
-                slf.call_method1(pyo3::intern!(py, "_ringway_run_debug"), (&h,))?;
-            } else {
-                Handle::run(&h)?;
-            }
+            Self::run_handle(slf, h.into_bound(py), debug)?;
         }
         Ok(())
+    }
+
+    fn run_handle(slf: &Bound<'_, Self>, h: Bound<'_, Handle>, debug: bool) -> PyResult<()> {
+        if h.get().is_cancelled() {
+            return Ok(());
+        }
+        if debug {
+            slf.call_method1(pyo3::intern!(slf.py(), "_ringway_run_debug"), (&h,))?;
+            Ok(())
+        } else {
+            Handle::run(&h)
+        }
     }
 
     fn flush(slf: &Bound<'_, Self>) -> PyResult<()> {
@@ -386,14 +388,32 @@ impl LoopCore {
         result.map_err(io_err)
     }
 
-    fn fire_timers(&self, py: Python<'_>) {
-        let end = clock::monotonic() + self.clock_resolution;
-        let mut st = self.state.borrow_mut(py);
-        while let Some(t) = st.timers.pop_due(end, |t| t.get().is_cancelled_timer(py)) {
-            let t = t.into_bound(py);
-            t.get().scheduled.store(false, Ordering::Relaxed);
-            st.ready.push_back(t.into_super().unbind());
+    /// Runs the timers that are due (within the clock's resolution), earliest first.
+    fn run_due_timers(slf: &Bound<'_, Self>, debug: bool) -> PyResult<()> {
+        let py = slf.py();
+        let this = slf.get();
+        let end = clock::monotonic() + this.clock_resolution;
+        let due: Vec<Py<TimerHandle>> = {
+            let mut st = this.state.borrow_mut(py);
+            let mut due = Vec::new();
+            while let Some(t) = st.timers.pop_due(end, |t| t.get().is_cancelled_timer(py)) {
+                t.get().scheduled.store(false, Ordering::Relaxed);
+                due.push(t);
+            }
+            due
+        };
+        let mut rest = due.into_iter();
+        while let Some(t) = rest.next() {
+            if let Err(e) = Self::run_handle(slf, t.into_bound(py).into_super(), debug) {
+                // Interrupted (KeyboardInterrupt, SystemExit): the others run next time.
+                let mut st = this.state.borrow_mut(py);
+                for t in rest {
+                    st.ready.push_back(t.into_bound(py).into_super().unbind());
+                }
+                return Err(e);
+            }
         }
+        Ok(())
     }
 
     fn dispatch(slf: &Bound<'_, Self>) -> PyResult<()> {
@@ -543,6 +563,7 @@ impl LoopCore {
                 stopping: false,
                 closed: false,
                 debug: false,
+                polled_last: false,
             }),
             backend_name: io.backend_name(),
             backend_description: io.describe(),
@@ -631,13 +652,27 @@ impl LoopCore {
     fn _run_once(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
         let this = slf.get();
-        Self::run_ready(slf)?;
         Self::flush(slf)?;
         let timeout = this.compute_timeout(py);
-        this.turn(py, timeout)?;
-        py.check_signals()?;
-        this.fire_timers(py);
-        Self::dispatch(slf)
+        let (n, debug, skip) = {
+            let mut st = this.state.borrow_mut(py);
+            // Callbacks are waiting and the previous iteration did ask the kernel: this
+            // one need not ask again (as if the poll had found nothing); the next one
+            // will. Saves the zero-timeout enter that a coroutine woken by I/O would
+            // otherwise cost every message, without ever starving I/O.
+            let skip = timeout == Some(Duration::ZERO) && !st.ready.is_empty() && st.polled_last;
+            st.polled_last = !skip;
+            (st.ready.len(), st.debug, skip)
+        };
+        if !skip {
+            this.turn(py, timeout)?;
+            py.check_signals()?;
+        }
+        // asyncio's order: callbacks queued before the wait, then the I/O it found, then
+        // due timers; what they schedule runs in the next iteration.
+        Self::run_ready(slf, n, debug)?;
+        Self::dispatch(slf)?;
+        Self::run_due_timers(slf, debug)
     }
 
     #[getter(_stopping)]

@@ -271,6 +271,7 @@ impl StreamCore {
                 drop(st);
                 drop(bufs);
                 if last {
+                    this.release_if_done(py);
                     Self::maybe_finish(slf)?;
                 }
                 return Ok(());
@@ -498,16 +499,37 @@ impl StreamCore {
         Self::maybe_finish(slf)
     }
 
-    /// Schedules `_finish` once closing and no operation is left in flight.
+    /// After `_finish`, the source stays registered until the last operation's final
+    /// completion (which may still name it); then it goes.
+    fn release_if_done(&self, py: Python<'_>) {
+        let id = {
+            let mut st = self.st.borrow_mut(py);
+            if !st.finished || st.ops_in_flight() {
+                return;
+            }
+            st.queue.clear();
+            st.id.take()
+        };
+        if let Some(id) = id {
+            self.loop_.get().unregister(py, id);
+        }
+    }
+
+    /// Schedules `_finish` (connection_lost) once closing and, unless aborted, once the
+    /// queue is sent.
     fn maybe_finish(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
         let this = slf.get();
         {
             let mut st = this.st.borrow_mut(py);
-            if !st.closing || st.lost_scheduled || st.ops_in_flight() {
+            if !st.closing || st.lost_scheduled {
                 return Ok(());
             }
-            if !st.queue.is_empty() && !st.aborted {
+            // A graceful close sends what is queued first. The receive need not have
+            // ended: `_finish` pushes its cancel to the kernel before closing the fd.
+            let writing =
+                !st.queue.is_empty() || st.send_op.is_some() || st.send_ready_op.is_some();
+            if writing && !st.aborted {
                 return Ok(());
             }
             if st.conn_lost == 0 {
@@ -537,6 +559,10 @@ impl StreamCore {
                 Some(-ev.result)
             }
         };
+        if this.st.borrow(py).finished {
+            this.release_if_done(py);
+            return Ok(());
+        }
         if let Some(errno) = failed {
             let exc = os_error(py, errno);
             return Self::fatal_error(slf, exc, "Fatal write error on socket transport");
@@ -550,6 +576,11 @@ impl StreamCore {
         {
             let mut st = this.st.borrow_mut(py);
             st.send_ready_op = None;
+            if st.finished {
+                drop(st);
+                this.release_if_done(py);
+                return Ok(());
+            }
             if st.aborted || ev.result == -libc::ECANCELED {
                 drop(st);
                 return Self::maybe_finish(slf);
@@ -1199,7 +1230,7 @@ impl StreamCore {
     fn _finish(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
         let this = slf.get();
-        let (fd, sock, id, proto, tr, exc, connected, waiter) = {
+        let (fd, sock, proto, tr, exc, connected, waiter, cancels) = {
             let mut st = this.st.borrow_mut(py);
             if st.finished {
                 return Ok(());
@@ -1209,29 +1240,38 @@ impl StreamCore {
             (
                 fd,
                 st.sock.take(),
-                st.id.take(),
                 st.protocol.take(),
                 st.transport.take(),
                 st.lost_exc.take(),
                 st.connected,
                 st.empty_waiter.take(),
+                [st.recv_op, st.send_op, st.send_ready_op],
             )
         };
         if fd >= 0 {
-            let _ = this.loop_.get().with_io(py, |io| io.forget_fd(fd));
+            let lp = this.loop_.get();
+            let _ = lp.with_io(py, |io| {
+                for k in cancels.into_iter().flatten() {
+                    io.cancel(k);
+                }
+                io.forget_fd(fd);
+            });
+            if cancels.iter().any(Option::is_some) {
+                // Every SQE naming `fd` must be in the kernel's hands before the number
+                // can be reused; an operation in flight holds the file, not the number.
+                lp.submit_now(py)?;
+            }
             match &sock {
                 Some(s) => {
                     s.bind(py).call_method0(intern!(py, "close"))?;
                 }
-                // SAFETY: no operation is in flight on `fd` and we own it.
+                // SAFETY: we own `fd`; nothing queued names it any more (see above).
                 None => unsafe {
                     libc::close(fd);
                 },
             }
         }
-        if let Some(id) = id {
-            this.loop_.get().unregister(py, id);
-        }
+        this.release_if_done(py);
         if let Some(w) = waiter {
             let w = w.bind(py);
             if !w.call_method0(intern!(py, "done"))?.is_truthy()? {
