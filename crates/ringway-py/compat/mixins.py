@@ -60,11 +60,3 @@ def build(group, flavour):
     cls = type(f"{flavour.capitalize()}_{group}", (*bases, base_cls), body)
     cls.__module__ = __name__
     return [cls]
-
-
-if __name__ == "__main__":
-    group, flavour = sys.argv[1], sys.argv[2]
-    suite = unittest.TestSuite()
-    for cls in build(group, flavour):
-        suite.addTests(unittest.defaultTestLoader.loadTestsFromTestCase(cls))
-    unittest.TextTestRunner(verbosity=2).run(suite)

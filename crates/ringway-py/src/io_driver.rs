@@ -82,6 +82,8 @@ pub struct IoStats {
 pub struct IoDriver {
     driver: Driver,
     events: Vec<IoEvent>,
+    /// Submits and cancels since the last turn: work the next turn must hand over.
+    unsent: usize,
 }
 
 impl std::fmt::Debug for IoDriver {
@@ -108,6 +110,7 @@ impl IoDriver {
         Ok(IoDriver {
             driver: Driver::new(&cfg)?,
             events: Vec::with_capacity(256),
+            unsent: 0,
         })
     }
 
@@ -155,18 +158,27 @@ impl IoDriver {
             },
             IoOp::SendVectored { fd, iov, iovcnt } => Op::SendVectored { fd, iov, iovcnt },
         };
+        self.unsent += 1;
         // SAFETY: forwarded from the caller.
         OpKey(unsafe { self.driver.submit(op, token, None) })
     }
 
     /// Asks for `key` to end early; its last completion still comes.
     pub fn cancel(&mut self, key: OpKey) {
+        self.unsent += 1;
         self.driver.cancel(key.0);
+    }
+
+    /// True if operations or cancels were started since the last turn (on io_uring they
+    /// wait in the submission queue; on epoll their completions wait for a turn).
+    pub fn has_unsent(&self) -> bool {
+        self.unsent > 0
     }
 
     /// Submits what is queued and waits up to `timeout` (`None`: until woken) for
     /// completions, which are appended to the event list.
     pub fn turn(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        self.unsent = 0;
         let events = &mut self.events;
         self.driver.turn(timeout, &mut |token, c, last| {
             events.push(IoEvent {

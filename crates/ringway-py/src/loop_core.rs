@@ -654,13 +654,18 @@ impl LoopCore {
         let this = slf.get();
         Self::flush(slf)?;
         let timeout = this.compute_timeout(py);
+        let unsent = this.with_io(py, |io| io.has_unsent()).unwrap_or(true);
         let (n, debug, skip) = {
             let mut st = this.state.borrow_mut(py);
-            // Callbacks are waiting and the previous iteration did ask the kernel: this
-            // one need not ask again (as if the poll had found nothing); the next one
-            // will. Saves the zero-timeout enter that a coroutine woken by I/O would
-            // otherwise cost every message, without ever starving I/O.
-            let skip = timeout == Some(Duration::ZERO) && !st.ready.is_empty() && st.polled_last;
+            // Callbacks are waiting, nothing new is to be handed to the kernel, and the
+            // previous iteration did ask it: this one need not ask again (as if the poll
+            // had found nothing); the next one will. Saves the zero-timeout enter that a
+            // coroutine woken by I/O would otherwise cost every message, without ever
+            // starving I/O or delaying a submission.
+            let skip = timeout == Some(Duration::ZERO)
+                && !unsent
+                && !st.ready.is_empty()
+                && st.polled_last;
             st.polled_last = !skip;
             (st.ready.len(), st.debug, skip)
         };

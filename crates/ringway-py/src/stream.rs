@@ -1024,6 +1024,15 @@ impl StreamCore {
             st.recv_op
         };
         this.cancel_op(py, recv);
+        let send_now = {
+            let st = this.st.borrow(py);
+            !st.queue.is_empty() && st.send_op.is_none() && st.send_ready_op.is_none()
+        };
+        if send_now {
+            // Closing: send what is queued now rather than at the next flush, so that
+            // connection_lost comes on the next iteration, as with asyncio's transports.
+            return Self::send_direct(slf);
+        }
         Self::after_write_progress(slf)?;
         Self::maybe_finish(slf)
     }
