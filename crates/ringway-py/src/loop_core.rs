@@ -96,6 +96,8 @@ pub(crate) struct LoopState {
     debug: bool,
     /// The last iteration made a driver turn.
     polled_last: bool,
+    /// Sends started by transports (one `sendmsg` or one vectored-send operation each).
+    sends: u64,
 }
 
 /// How other threads wake the loop. `call_soon_threadsafe` pushes to the ready queue
@@ -183,6 +185,11 @@ impl LoopCore {
     /// Puts a transport on the list flushed before the next wait.
     pub(crate) fn mark_dirty(&self, py: Python<'_>, s: Py<StreamCore>) {
         self.state.borrow_mut(py).dirty.push(s);
+    }
+
+    /// Counts one send by a transport (for tests: sends per response).
+    pub(crate) fn count_send(&self, py: Python<'_>) {
+        self.state.borrow_mut(py).sends += 1;
     }
 
     /// A timer was cancelled: let the heap count it.
@@ -564,6 +571,7 @@ impl LoopCore {
                 closed: false,
                 debug: false,
                 polled_last: false,
+                sends: 0,
             }),
             backend_name: io.backend_name(),
             backend_description: io.describe(),
@@ -734,6 +742,7 @@ impl LoopCore {
             d.set_item("timers_cancelled", st.timers.cancelled())?;
             d.set_item("sources", st.sources.len())?;
             d.set_item("watches", st.watches.len())?;
+            d.set_item("sends", st.sends)?;
         }
         if let Ok(s) = self.with_io(py, |io| io.stats()) {
             d.set_item("turns", s.turns)?;

@@ -45,9 +45,11 @@ enum Keep {
     Owned(#[allow(dead_code)] Vec<u8>),
 }
 
-/// Something received while reading was paused (or behind such data).
+/// Something received while reading was paused (or behind such data). Bytes are
+/// copied out of the pool at once: a paused transport must not hold the pool buffers
+/// every other connection receives into.
 enum Held {
-    Data { buf: PoolBuf, offset: usize },
+    Data(Vec<u8>),
     Eof,
 }
 
@@ -279,7 +281,7 @@ impl StreamCore {
             let hold = st.reading_paused || !st.held.is_empty();
             if hold {
                 for buf in bufs.drain(..) {
-                    st.held.push_back(Held::Data { buf, offset: 0 });
+                    st.held.push_back(Held::Data(buf.to_vec()));
                 }
             }
             hold
@@ -355,22 +357,45 @@ impl StreamCore {
             }
             return Ok(());
         }
-        let mut queue: VecDeque<(PoolBuf, usize)> = bufs.drain(..).map(|b| (b, 0)).collect();
-        while let Some((buf, mut offset)) = queue.pop_front() {
-            while offset < buf.len() {
+        let slices: Vec<&[u8]> = bufs.iter().map(|b| &b[..]).collect();
+        let r = Self::feed_all(slf, protocol, &slices, false);
+        bufs.clear();
+        r
+    }
+
+    /// Feeds `slices` to a BufferedProtocol until it is all taken or the transport
+    /// pauses or closes from inside a callback; the rest is held (copied): behind what
+    /// is held already, or in front of it when it came from there (`from_held`).
+    fn feed_all(
+        slf: &Bound<'_, Self>,
+        protocol: &Bound<'_, PyAny>,
+        slices: &[&[u8]],
+        from_held: bool,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        let this = slf.get();
+        for (i, data) in slices.iter().enumerate() {
+            let mut offset = 0;
+            while offset < data.len() {
                 {
-                    let st = this.st.borrow(py);
+                    let mut st = this.st.borrow_mut(py);
                     if st.reading_paused || st.closing {
-                        drop(st);
-                        let mut st = this.st.borrow_mut(py);
-                        st.held.push_back(Held::Data { buf, offset });
-                        for (b, o) in queue.drain(..) {
-                            st.held.push_back(Held::Data { buf: b, offset: o });
+                        if !st.closing {
+                            let rest = std::iter::once(&data[offset..])
+                                .chain(slices[i + 1..].iter().copied())
+                                .map(|d| Held::Data(d.to_vec()));
+                            if from_held {
+                                for (k, h) in rest.enumerate() {
+                                    st.held.insert(k, h);
+                                }
+                            } else {
+                                st.held.extend(rest);
+                            }
                         }
                         return Ok(());
                     }
                 }
-                match Self::feed_buffered(py, protocol, &buf[offset..]) {
+                match Self::feed_buffered(py, protocol, &data[offset..]) {
                     Ok(n) => offset += n,
                     Err((e, what)) => {
                         if is_fatal_to_loop(py, &e) {
@@ -609,6 +634,7 @@ impl StreamCore {
                     msg.msg_iovlen = st.iov.len() as _;
                     libc::sendmsg(st.fd, &msg, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT)
                 };
+                this.loop_.get().count_send(py);
                 if r < 0 {
                     let e = std::io::Error::last_os_error()
                         .raw_os_error()
@@ -691,6 +717,7 @@ impl StreamCore {
                     )
                 })?;
                 st.send_op = Some(key);
+                this.loop_.get().count_send(py);
                 return Ok(());
             }
         }
@@ -911,23 +938,14 @@ impl StreamCore {
             match item {
                 None => break,
                 Some(Held::Eof) => Self::eof(slf)?,
-                Some(Held::Data { buf, offset }) => {
-                    if offset == 0 {
-                        Self::deliver(slf, &mut vec![buf])?;
-                    } else {
-                        // The rest of a buffer a BufferedProtocol took part of.
-                        let rest = PyBytes::new(py, &buf[offset..]);
-                        drop(buf);
-                        Self::deliver_bytes(slf, &rest)?;
-                    }
-                }
+                Some(Held::Data(bytes)) => Self::deliver_bytes(slf, &bytes)?,
             }
         }
         this.st.borrow_mut(py).deliver_scheduled = false;
         this.arm_recv(py)
     }
 
-    fn deliver_bytes(slf: &Bound<'_, Self>, data: &Bound<'_, PyBytes>) -> PyResult<()> {
+    fn deliver_bytes(slf: &Bound<'_, Self>, data: &[u8]) -> PyResult<()> {
         let py = slf.py();
         let (protocol, buffered) = {
             let st = slf.get().st.borrow(py);
@@ -937,26 +955,11 @@ impl StreamCore {
             }
         };
         let protocol = protocol.bind(py);
-        let r = if buffered {
-            let mut at = 0;
-            let bytes = data.as_bytes();
-            let mut res = Ok(());
-            while at < bytes.len() {
-                match Self::feed_buffered(py, protocol, &bytes[at..]) {
-                    Ok(n) => at += n,
-                    Err((e, _)) => {
-                        res = Err(e);
-                        break;
-                    }
-                }
-            }
-            res
-        } else {
-            protocol
-                .call_method1(intern!(py, "data_received"), (data,))
-                .map(|_| ())
-        };
-        if let Err(e) = r {
+        if buffered {
+            return Self::feed_all(slf, protocol, &[data], true);
+        }
+        let bytes = PyBytes::new(py, data);
+        if let Err(e) = protocol.call_method1(intern!(py, "data_received"), (bytes,)) {
             if is_fatal_to_loop(py, &e) {
                 return Err(e);
             }

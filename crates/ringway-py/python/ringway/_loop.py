@@ -328,11 +328,13 @@ class Loop(SocketMethods, LoopCore, base_events.BaseEventLoop):
             self, protocol_factory, path=None, *, sock=None, backlog=100, ssl=None,
             ssl_handshake_timeout=None, ssl_shutdown_timeout=None, start_serving=True,
             **kwargs):
+        if "cleanup_socket" in kwargs and not _compat.UNIX_SERVER_CLEANUP:
+            raise NotImplementedError(
+                "create_unix_server(cleanup_socket=...) is Python 3.13's; this Python's "
+                "asyncio does not have it")
         cleanup_socket = kwargs.pop("cleanup_socket", True)
         if kwargs:
             raise TypeError(f"unexpected keyword arguments: {', '.join(kwargs)}")
-        if not _compat.UNIX_SERVER_CLEANUP and "cleanup_socket" in kwargs:
-            raise NotImplementedError("cleanup_socket needs Python 3.13")
         if isinstance(ssl, bool):
             raise TypeError("ssl argument must be an SSLContext or None")
         if ssl_handshake_timeout is not None and not ssl:
