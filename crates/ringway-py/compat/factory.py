@@ -15,7 +15,7 @@ import asyncio.events
 import sys
 import unittest
 
-from results import report
+from results import report, runner
 
 # test module -> {test id without the module prefix: why it does not apply to ringway}.
 SKIPS = {
@@ -79,7 +79,7 @@ def main():
                         setattr(t, t._testMethodName,
                                 _skipped(skips[short]).__get__(t, type(t)))
         apply(suite)
-    result = unittest.TextTestRunner(verbosity=int(sys.argv[3]) if len(sys.argv) > 3 else 1).run(suite)
+    result = runner(int(sys.argv[3]) if len(sys.argv) > 3 else 1).run(suite)
     report(result, loops=made[0])
 
 

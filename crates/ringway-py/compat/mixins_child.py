@@ -5,7 +5,7 @@ import sys
 import unittest
 
 import mixins
-from results import report
+from results import report, runner
 
 
 def main():
@@ -14,7 +14,7 @@ def main():
     suite = unittest.TestSuite()
     for cls in mixins.build(group, flavour):
         suite.addTests(unittest.defaultTestLoader.loadTestsFromTestCase(cls))
-    result = unittest.TextTestRunner(verbosity=verbosity).run(suite)
+    result = runner(verbosity).run(suite)
     report(result)
 
 

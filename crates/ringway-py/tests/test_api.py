@@ -72,7 +72,7 @@ def test_timers_fire_in_order_and_cancel_in_constant_time(loop):
     fired = []
     t0 = loop.time()
     for i, delay in enumerate([0.03, 0.01, 0.02, 0.01]):
-        loop.call_later(delay, fired.append, i)
+        loop.call_at(t0 + delay, fired.append, i)
     handles = [loop.call_later(3600, fired.append, "never") for _ in range(10_000)]
     for h in handles:
         h.cancel()

@@ -115,37 +115,44 @@ def test_pause_reading_holds_data_and_pushes_back(loop):
 def test_stream_writer_drain_waits_for_a_slow_reader(loop):
     async def main():
         release = asyncio.Event()
-        total = 4 * 1024 * 1024
+        received = loop.create_future()
 
         async def slow(reader, writer):
             await release.wait()
             n = 0
-            while n < total:
-                n += len(await reader.read(1 << 20))
-            writer.write(b"done")
-            await writer.drain()
+            while chunk := await reader.read(1 << 20):
+                n += len(chunk)
+            received.set_result(n)
             writer.close()
 
-        server = await asyncio.start_server(slow, "127.0.0.1", 0)
+        # Small fixed kernel buffers (no autotuning): once full they stay full.
+        lsock = socket.socket()
+        lsock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)
+        lsock.bind(("127.0.0.1", 0))
+        server = await asyncio.start_server(slow, sock=lsock)
         port = server.sockets[0].getsockname()[1]
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writes = 0
-        blocked = False
-        while writes * 65536 < total:
+        csock = socket.socket()
+        csock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8192)
+        csock.connect(("127.0.0.1", port))
+        reader, writer = await asyncio.open_connection(sock=csock)
+        high = writer.transport.get_write_buffer_limits()[1]
+        # The peer's handler does not read: once its StreamReader has paused its
+        # transport (past 128 KiB) and the kernel's buffers are full, our queue grows
+        # past the high-water mark (bounded, in case nothing ever pushes back).
+        written = 0
+        while written < 1024 * 1024 or writer.transport.get_write_buffer_size() <= high:
+            assert written < 256 * 1024 * 1024, "the kernel never pushed back"
             writer.write(b"z" * 65536)
-            writes += 1
-            try:
-                await asyncio.wait_for(writer.drain(), 0.05)
-            except asyncio.TimeoutError:
-                blocked = True
-                break
-        assert blocked, "drain() must wait while the peer does not read"
+            written += 65536
+            await asyncio.sleep(0)
+        drain = asyncio.ensure_future(writer.drain())
+        await asyncio.sleep(0.05)
+        assert not drain.done(), "drain() must wait while the peer does not read"
         release.set()
-        while writes * 65536 < total:
-            writer.write(b"z" * 65536)
-            writes += 1
-            await writer.drain()
-        assert await reader.read() == b"done"
+        await drain
+        assert writer.transport.get_write_buffer_size() <= high
+        writer.write_eof()
+        assert await received == written
         writer.close()
         await writer.wait_closed()
         server.close()
