@@ -12,6 +12,7 @@ use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
+use ringway::driver::op::{AcceptMulti, Poll, RecvMulti, SendVectored};
 use ringway::driver::{Backend, Driver, DriverConfig, DriverWaker, Op, OpId};
 
 pub use ringway::buf::PoolBuf;
@@ -145,18 +146,16 @@ impl IoDriver {
     ///
     /// Pointers in `op` must stay valid until the operation's last completion.
     pub unsafe fn submit(&mut self, op: IoOp, token: u64) -> OpKey {
-        let op = match op {
-            IoOp::RecvMulti { fd } => Op::RecvPool {
-                fd,
-                multishot: true,
-            },
-            IoOp::AcceptMulti { fd } => Op::AcceptMulti { fd },
-            IoOp::Poll { fd, events } => Op::Poll {
+        let op: Op = match op {
+            IoOp::RecvMulti { fd } => RecvMulti { fd }.into(),
+            IoOp::AcceptMulti { fd } => AcceptMulti { fd }.into(),
+            IoOp::Poll { fd, events } => Poll {
                 fd,
                 events,
                 multishot: false,
-            },
-            IoOp::SendVectored { fd, iov, iovcnt } => Op::SendVectored { fd, iov, iovcnt },
+            }
+            .into(),
+            IoOp::SendVectored { fd, iov, iovcnt } => SendVectored { fd, iov, iovcnt }.into(),
         };
         self.unsent += 1;
         // SAFETY: forwarded from the caller.
@@ -203,8 +202,10 @@ impl IoDriver {
     }
 
     /// Call before closing an fd the driver has seen (the epoll backend forgets it).
+    /// A failure to deregister is harmless here: the fd is closed right after, which
+    /// removes it from the epoll set anyway.
     pub fn forget_fd(&mut self, fd: RawFd) {
-        self.driver.forget_fd(fd);
+        let _ = self.driver.forget_fd(fd);
     }
 
     /// Counters.
