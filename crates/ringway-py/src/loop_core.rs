@@ -87,6 +87,9 @@ pub(crate) struct LoopState {
     watch_gen: u32,
     rearm: Vec<(RawFd, bool)>,
     dirty: Vec<Py<StreamCore>>,
+    /// Emptied vectors kept for their capacity (a flush swaps them in and out).
+    rearm_spare: Vec<(RawFd, bool)>,
+    dirty_spare: Vec<Py<StreamCore>>,
     /// The event vector not in the driver's hands (swapped each dispatch).
     events: Vec<IoEvent>,
     /// Events left undispatched when a callback raised `KeyboardInterrupt`/`SystemExit`.
@@ -317,17 +320,45 @@ impl LoopCore {
     fn flush(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
         let this = slf.get();
-        let (rearm, dirty) = {
+        let (mut rearm, mut dirty) = {
             let mut st = this.state.borrow_mut(py);
-            (std::mem::take(&mut st.rearm), std::mem::take(&mut st.dirty))
+            let st = &mut *st;
+            if st.rearm.is_empty() && st.dirty.is_empty() {
+                return Ok(());
+            }
+            (
+                std::mem::replace(&mut st.rearm, std::mem::take(&mut st.rearm_spare)),
+                std::mem::replace(&mut st.dirty, std::mem::take(&mut st.dirty_spare)),
+            )
         };
-        for (fd, write) in rearm {
-            this.arm_watch(py, fd, write)?;
+        let mut result = Ok(());
+        for &(fd, write) in &rearm {
+            if let Err(e) = this.arm_watch(py, fd, write) {
+                result = Err(e);
+                break;
+            }
         }
-        for s in dirty {
-            StreamCore::flush(s.bind(py))?;
+        let mut done = 0;
+        if result.is_ok() {
+            for s in &dirty {
+                done += 1;
+                if let Err(e) = StreamCore::flush(s.bind(py)) {
+                    result = Err(e);
+                    break;
+                }
+            }
         }
-        Ok(())
+        let mut st = this.state.borrow_mut(py);
+        if result.is_err() {
+            // Interrupted (KeyboardInterrupt from a flow-control callback): the rest
+            // are flushed next time.
+            st.dirty.extend(dirty.drain(done..));
+        }
+        rearm.clear();
+        dirty.clear();
+        st.rearm_spare = rearm;
+        st.dirty_spare = dirty;
+        result
     }
 
     fn arm_watch(&self, py: Python<'_>, fd: RawFd, write: bool) -> PyResult<()> {
@@ -426,18 +457,19 @@ impl LoopCore {
     fn dispatch(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
         let this = slf.get();
-        let mut events = {
+        let (mut events, leftover) = {
             let mut st = this.state.borrow_mut(py);
-            let mut ev = std::mem::take(&mut st.events);
-            ev.append(&mut st.leftover);
-            ev
+            (
+                std::mem::take(&mut st.events),
+                std::mem::take(&mut st.leftover),
+            )
         };
-        let mut fresh = Vec::new();
-        this.with_io(py, |io| io.take_events(&mut fresh))?;
-        if events.is_empty() {
-            events = fresh;
-        } else {
-            events.append(&mut fresh);
+        // Swap vectors with the driver: both keep their capacity, nothing is copied.
+        this.with_io(py, |io| io.take_events(&mut events))?;
+        if !leftover.is_empty() {
+            let mut all = leftover;
+            all.append(&mut events);
+            events = all;
         }
         let mut i = 0;
         let mut result = Ok(());
@@ -565,6 +597,8 @@ impl LoopCore {
                 watch_gen: 0,
                 rearm: Vec::new(),
                 dirty: Vec::new(),
+                rearm_spare: Vec::new(),
+                dirty_spare: Vec::new(),
                 events: Vec::with_capacity(256),
                 leftover: Vec::new(),
                 stopping: false,

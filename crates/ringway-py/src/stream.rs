@@ -29,7 +29,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyMemoryView, PyTuple};
 
 use crate::gil_cell::GilCell;
-use crate::io_driver::{IoEvent, IoOp, OpKey, PoolBuf};
+use crate::io_driver::{IoEvent, IoOp, OpKey};
 use crate::loop_core::{LoopCore, Source};
 use crate::sources::{token, Kind, SourceId};
 use crate::write_queue::{WriteQueue, MAX_IOVECS};
@@ -53,12 +53,68 @@ enum Held {
     Eof,
 }
 
+/// The protocol's receiving methods, bound once (when the protocol is set), as uvloop
+/// does: each delivery is then one vectorcall, with no method lookup.
+enum Receiver {
+    Data(Py<PyAny>),
+    Buffered {
+        get_buffer: Py<PyAny>,
+        buffer_updated: Py<PyAny>,
+    },
+}
+
+impl Receiver {
+    fn of(protocol: &Bound<'_, PyAny>) -> PyResult<Receiver> {
+        let py = protocol.py();
+        if protocol.is_instance(buffered_protocol_class(py)?)? {
+            Ok(Receiver::Buffered {
+                get_buffer: protocol.getattr(intern!(py, "get_buffer"))?.unbind(),
+                buffer_updated: protocol.getattr(intern!(py, "buffer_updated"))?.unbind(),
+            })
+        } else {
+            Ok(Receiver::Data(
+                protocol.getattr(intern!(py, "data_received"))?.unbind(),
+            ))
+        }
+    }
+
+    fn clone_ref(&self, py: Python<'_>) -> Receiver {
+        match self {
+            Receiver::Data(f) => Receiver::Data(f.clone_ref(py)),
+            Receiver::Buffered {
+                get_buffer,
+                buffer_updated,
+            } => Receiver::Buffered {
+                get_buffer: get_buffer.clone_ref(py),
+                buffer_updated: buffer_updated.clone_ref(py),
+            },
+        }
+    }
+}
+
+/// Calls `func(arg)` by vectorcall, leaving the slot before the argument free for a
+/// bound method's `self` (no tuple, no allocation).
+fn call1<'py>(func: &Bound<'py, PyAny>, arg: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let mut args = [std::ptr::null_mut(), arg.as_ptr()];
+    // SAFETY: `args[1..]` holds one live object; the offset flag lets the callee use
+    // `args[0]` as scratch, which is ours; the GIL is held.
+    unsafe {
+        let r = pyo3::ffi::PyObject_Vectorcall(
+            func.as_ptr(),
+            args.as_mut_ptr().add(1),
+            1 | pyo3::ffi::PY_VECTORCALL_ARGUMENTS_OFFSET,
+            std::ptr::null_mut(),
+        );
+        Bound::from_owned_ptr_or_err(func.py(), r)
+    }
+}
+
 struct StreamState {
     fd: RawFd,
     id: Option<SourceId>,
     transport: Option<Py<PyAny>>,
     protocol: Option<Py<PyAny>>,
-    buffered: bool,
+    receiver: Option<Receiver>,
     sock: Option<Py<PyAny>>,
     connected: bool,
 
@@ -164,7 +220,7 @@ impl StreamCore {
             return Err(PyValueError::new_err("the transport's socket is closed"));
         }
         prepare_socket(fd, tcp);
-        let buffered = protocol.is_instance(buffered_protocol_class(py)?)?;
+        let receiver = Receiver::of(protocol)?;
         let core = Py::new(
             py,
             StreamCore {
@@ -174,7 +230,7 @@ impl StreamCore {
                     id: None,
                     transport: Some(transport),
                     protocol: Some(protocol.clone().unbind()),
-                    buffered,
+                    receiver: Some(receiver),
                     sock,
                     connected: false,
                     recv_op: None,
@@ -260,10 +316,7 @@ impl StreamCore {
         let this = slf.get();
         let last = evs.iter().any(|e| e.last);
         let result = evs[evs.len() - 1].result;
-        let mut bufs: Vec<PoolBuf> = evs.iter_mut().filter_map(|e| e.buf.take()).collect();
-        if evs.len() == 1 && result <= 0 {
-            bufs.clear();
-        }
+        let has_data = evs[0].buf.is_some() && evs[0].result > 0;
         let hold = {
             let mut st = this.st.borrow_mut(py);
             if last {
@@ -271,7 +324,6 @@ impl StreamCore {
             }
             if st.closing || st.finished {
                 drop(st);
-                drop(bufs);
                 if last {
                     this.release_if_done(py);
                     Self::maybe_finish(slf)?;
@@ -279,15 +331,17 @@ impl StreamCore {
                 return Ok(());
             }
             let hold = st.reading_paused || !st.held.is_empty();
-            if hold {
-                for buf in bufs.drain(..) {
-                    st.held.push_back(Held::Data(buf.to_vec()));
+            if hold && has_data {
+                for e in evs.iter() {
+                    if let Some(buf) = &e.buf {
+                        st.held.push_back(Held::Data(buf.to_vec()));
+                    }
                 }
             }
             hold
         };
-        if !hold && !bufs.is_empty() {
-            Self::deliver(slf, &mut bufs)?;
+        if !hold && has_data {
+            Self::deliver(slf, evs)?;
         }
         if !last {
             return Ok(());
@@ -316,51 +370,61 @@ impl StreamCore {
         Ok(())
     }
 
-    /// Hands received bytes to the protocol; what it cannot take now (it paused reading
-    /// or closed from inside a callback) is held.
-    fn deliver(slf: &Bound<'_, Self>, bufs: &mut Vec<PoolBuf>) -> PyResult<()> {
+    /// Hands received bytes (the pool buffers of `evs`) to the protocol; what it cannot
+    /// take now (it paused reading or closed from inside a callback) is held.
+    fn deliver(slf: &Bound<'_, Self>, evs: &[IoEvent]) -> PyResult<()> {
         let py = slf.py();
         let this = slf.get();
-        let (protocol, buffered) = {
-            let st = this.st.borrow(py);
-            match &st.protocol {
-                Some(p) => (p.clone_ref(py), st.buffered),
-                None => return Ok(()),
-            }
+        let receiver = match &this.st.borrow(py).receiver {
+            Some(r) => r.clone_ref(py),
+            None => return Ok(()),
         };
-        let protocol = protocol.bind(py);
-        if !buffered {
-            let total: usize = bufs.iter().map(|b| b.len()).sum();
-            let data = if bufs.len() == 1 {
-                PyBytes::new(py, &bufs[0])
-            } else {
-                PyBytes::new_with(py, total, |dst| {
-                    let mut at = 0;
-                    for b in bufs.iter() {
-                        dst[at..at + b.len()].copy_from_slice(b);
-                        at += b.len();
+        match receiver {
+            Receiver::Data(data_received) => {
+                let data = if evs.len() == 1 {
+                    PyBytes::new(py, evs[0].buf.as_deref().unwrap_or(&[]))
+                } else {
+                    let total: usize = evs
+                        .iter()
+                        .filter_map(|e| e.buf.as_ref())
+                        .map(|b| b.len())
+                        .sum();
+                    PyBytes::new_with(py, total, |dst| {
+                        let mut at = 0;
+                        for b in evs.iter().filter_map(|e| e.buf.as_ref()) {
+                            dst[at..at + b.len()].copy_from_slice(b);
+                            at += b.len();
+                        }
+                        Ok(())
+                    })?
+                };
+                if let Err(e) = call1(data_received.bind(py), &data) {
+                    if is_fatal_to_loop(py, &e) {
+                        return Err(e);
                     }
-                    Ok(())
-                })?
-            };
-            bufs.clear();
-            if let Err(e) = protocol.call_method1(intern!(py, "data_received"), (data,)) {
-                if is_fatal_to_loop(py, &e) {
-                    return Err(e);
+                    let exc = e.into_value(py).into_any();
+                    Self::fatal_error(
+                        slf,
+                        exc,
+                        "Fatal error: protocol.data_received() call failed.",
+                    )?;
                 }
-                let exc = e.into_value(py).into_any();
-                Self::fatal_error(
-                    slf,
-                    exc,
-                    "Fatal error: protocol.data_received() call failed.",
-                )?;
+                Ok(())
             }
-            return Ok(());
+            Receiver::Buffered {
+                get_buffer,
+                buffer_updated,
+            } => {
+                let methods = (get_buffer.bind(py), buffer_updated.bind(py));
+                if evs.len() == 1 {
+                    let one: [&[u8]; 1] = [evs[0].buf.as_deref().unwrap_or(&[])];
+                    Self::feed_all(slf, methods, &one, false)
+                } else {
+                    let slices: Vec<&[u8]> = evs.iter().filter_map(|e| e.buf.as_deref()).collect();
+                    Self::feed_all(slf, methods, &slices, false)
+                }
+            }
         }
-        let slices: Vec<&[u8]> = bufs.iter().map(|b| &b[..]).collect();
-        let r = Self::feed_all(slf, protocol, &slices, false);
-        bufs.clear();
-        r
     }
 
     /// Feeds `slices` to a BufferedProtocol until it is all taken or the transport
@@ -368,7 +432,7 @@ impl StreamCore {
     /// is held already, or in front of it when it came from there (`from_held`).
     fn feed_all(
         slf: &Bound<'_, Self>,
-        protocol: &Bound<'_, PyAny>,
+        methods: (&Bound<'_, PyAny>, &Bound<'_, PyAny>),
         slices: &[&[u8]],
         from_held: bool,
     ) -> PyResult<()> {
@@ -395,7 +459,7 @@ impl StreamCore {
                         return Ok(());
                     }
                 }
-                match Self::feed_buffered(py, protocol, &data[offset..]) {
+                match Self::feed_buffered(py, methods, &data[offset..]) {
                     Ok(n) => offset += n,
                     Err((e, what)) => {
                         if is_fatal_to_loop(py, &e) {
@@ -414,12 +478,11 @@ impl StreamCore {
     /// One `get_buffer` / copy / `buffer_updated` round; returns the bytes taken.
     fn feed_buffered(
         py: Python<'_>,
-        protocol: &Bound<'_, PyAny>,
+        (get_buffer, buffer_updated): (&Bound<'_, PyAny>, &Bound<'_, PyAny>),
         data: &[u8],
     ) -> Result<usize, (PyErr, &'static str)> {
-        let target = protocol
-            .call_method1(intern!(py, "get_buffer"), (-1i64,))
-            .map_err(|e| (e, "get_buffer"))?;
+        let Ok(hint) = (-1i64).into_pyobject(py);
+        let target = call1(get_buffer, hint.as_any()).map_err(|e| (e, "get_buffer"))?;
         let pybuf = PyBuffer::<u8>::get(&target).map_err(|e| (e, "get_buffer"))?;
         if pybuf.readonly() || !pybuf.is_c_contiguous() {
             return Err((
@@ -440,9 +503,8 @@ impl StreamCore {
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), pybuf.buf_ptr() as *mut u8, n) };
         drop(pybuf);
         drop(target);
-        protocol
-            .call_method1(intern!(py, "buffer_updated"), (n,))
-            .map_err(|e| (e, "buffer_updated"))?;
+        let Ok(n_obj) = n.into_pyobject(py);
+        call1(buffer_updated, n_obj.as_any()).map_err(|e| (e, "buffer_updated"))?;
         Ok(n)
     }
 
@@ -947,30 +1009,36 @@ impl StreamCore {
 
     fn deliver_bytes(slf: &Bound<'_, Self>, data: &[u8]) -> PyResult<()> {
         let py = slf.py();
-        let (protocol, buffered) = {
-            let st = slf.get().st.borrow(py);
-            match &st.protocol {
-                Some(p) => (p.clone_ref(py), st.buffered),
-                None => return Ok(()),
-            }
+        let receiver = match &slf.get().st.borrow(py).receiver {
+            Some(r) => r.clone_ref(py),
+            None => return Ok(()),
         };
-        let protocol = protocol.bind(py);
-        if buffered {
-            return Self::feed_all(slf, protocol, &[data], true);
-        }
-        let bytes = PyBytes::new(py, data);
-        if let Err(e) = protocol.call_method1(intern!(py, "data_received"), (bytes,)) {
-            if is_fatal_to_loop(py, &e) {
-                return Err(e);
-            }
-            let exc = e.into_value(py).into_any();
-            Self::fatal_error(
+        match receiver {
+            Receiver::Buffered {
+                get_buffer,
+                buffer_updated,
+            } => Self::feed_all(
                 slf,
-                exc,
-                "Fatal error: protocol.data_received() call failed.",
-            )?;
+                (get_buffer.bind(py), buffer_updated.bind(py)),
+                &[data],
+                true,
+            ),
+            Receiver::Data(data_received) => {
+                let bytes = PyBytes::new(py, data);
+                if let Err(e) = call1(data_received.bind(py), &bytes) {
+                    if is_fatal_to_loop(py, &e) {
+                        return Err(e);
+                    }
+                    let exc = e.into_value(py).into_any();
+                    Self::fatal_error(
+                        slf,
+                        exc,
+                        "Fatal error: protocol.data_received() call failed.",
+                    )?;
+                }
+                Ok(())
+            }
         }
-        Ok(())
     }
 }
 
@@ -1137,10 +1205,10 @@ impl StreamCore {
     }
 
     fn set_protocol(&self, py: Python<'_>, protocol: &Bound<'_, PyAny>) -> PyResult<()> {
-        let buffered = protocol.is_instance(buffered_protocol_class(py)?)?;
+        let receiver = Receiver::of(protocol)?;
         let mut st = self.st.borrow_mut(py);
         st.protocol = Some(protocol.clone().unbind());
-        st.buffered = buffered;
+        st.receiver = Some(receiver);
         Ok(())
     }
 
