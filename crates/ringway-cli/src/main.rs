@@ -1,7 +1,13 @@
-//! The `ringway` command.
+//! The `ringway` command: one binary for the servers and the tools that measure them.
 //!
-//! `ringway echo` runs the echo server on every core (one `SO_REUSEPORT` listener per
-//! core, multishot accept and receive) and says where it listens and on which backend.
+//! - `ringway serve`: the HTTP/1.1 server of `ringway-http` (`--hello`, `--json`,
+//!   `--echo-request`, `--static DIR`, TLS), a listener per core.
+//! - `ringway echo`: a TCP echo server on every core (multishot accept and receive,
+//!   background sends).
+//! - `ringway load`: the load generator of `ringway-load`.
+//!
+//! Each says where it listens and which backend won (`--backend`, `--threads`, `--pin`
+//! are shared: `runtime_args.rs`).
 
 mod echo;
 mod load;
