@@ -41,6 +41,7 @@ both!(
     echo_through_an_exhausted_pool,
     multishot_resumes_after_the_pool_ran_dry,
     multishot_yields_exactly_the_bytes_then_none,
+    a_reader_that_falls_behind_cannot_drain_the_pool,
 );
 
 fn runtime(backend: Backend, pool: Option<(u16, usize)>) -> Runtime {
@@ -309,6 +310,59 @@ fn multishot_yields_exactly_the_bytes_then_none(backend: Backend) {
         writer.join().unwrap();
         drop(rx);
         drop(stream);
+        settle(0).await;
+    });
+}
+
+/// A connection whose task stops reading its stream while the peer keeps sending must
+/// not take the core's pool: its receive stops at a bounded backlog (the bytes wait in
+/// the socket), another connection is still served, and the stalled one gets every
+/// byte, in order, once it reads again.
+fn a_reader_that_falls_behind_cannot_drain_the_pool(backend: Backend) {
+    let rt = runtime(backend, Some((64, 1024)));
+    rt.block_on(async {
+        const TOTAL: usize = 1 << 20;
+        let data = random_bytes(11, TOTAL);
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let sent = data.clone();
+        let writer = std::thread::spawn(move || {
+            let mut peer = std::net::TcpStream::connect(addr).unwrap();
+            peer.write_all(&sent).unwrap();
+        });
+        let (mut slow, _) = listener.accept().await.unwrap();
+        let before = driver_stats().recv_backlogged;
+        let mut rx = slow.recv_multishot();
+        // Read one chunk, then stop reading while the peer goes on sending.
+        let mut got = Vec::with_capacity(TOTAL);
+        got.extend_from_slice(&rx.next().await.unwrap().unwrap());
+        sleep(Duration::from_millis(300)).await;
+        // What waits for the stalled reader was copied out of the pool: it holds none
+        // (the one chunk it read is gone too).
+        let held = pool_stats().in_use;
+        assert_eq!(held, 0, "a stalled reader holds {held} of 64 pool buffers");
+        assert!(
+            driver_stats().recv_backlogged > before,
+            "the receive was stopped"
+        );
+
+        // Another connection is served meanwhile: buffers were left for it.
+        let mut other_peer = std::net::TcpStream::connect(addr).unwrap();
+        let (mut other, _) = listener.accept().await.unwrap();
+        other_peer.write_all(b"still served").unwrap();
+        let mut orx = other.recv_multishot();
+        let chunk = orx.next().await.unwrap().unwrap();
+        assert_eq!(&chunk[..], b"still served");
+        drop((chunk, orx, other, other_peer));
+
+        // Reading again: every byte, in order.
+        while got.len() < TOTAL {
+            let chunk = rx.next().await.unwrap().unwrap();
+            got.extend_from_slice(&chunk);
+        }
+        check_same(&got, &data, "the stalled stream").unwrap();
+        writer.join().unwrap();
+        drop(rx);
         settle(0).await;
     });
 }

@@ -175,8 +175,10 @@ impl BufferPool {
         debug_assert!(bid < self.inner.count && len <= self.inner.buf_size);
         self.inner.in_use.set(self.inner.in_use.get() + 1);
         PoolBuf {
-            pool: self.inner.clone(),
-            bid,
+            store: BufStore::Pool {
+                pool: self.inner.clone(),
+                bid,
+            },
             len,
         }
     }
@@ -289,51 +291,93 @@ impl Drop for PoolInner {
 
 /// One buffer of the pool holding received bytes. Dereferences to those bytes; goes back
 /// to the pool (and to the kernel's buffer ring) when dropped.
+///
+/// A buffer whose receive has fallen behind its reader (see the driver's `BACKLOG`) is
+/// copied out of the pool into memory of its own, so that a stalled reader never holds
+/// the core's pool: `pool_index` is then `None`.
 pub struct PoolBuf {
-    pool: Rc<PoolInner>,
-    bid: u16,
+    store: BufStore,
     len: usize,
 }
 
+enum BufStore {
+    /// Buffer `bid` of `pool`.
+    Pool { pool: Rc<PoolInner>, bid: u16 },
+    /// A copy out of the pool.
+    Own(Box<[u8]>),
+}
+
 impl PoolBuf {
-    /// The buffer id in its pool (stable while this value lives).
-    pub fn id(&self) -> u16 {
-        self.bid
+    /// The buffer's index in its pool, or `None` for a buffer copied out of it.
+    pub fn pool_index(&self) -> Option<u16> {
+        match &self.store {
+            BufStore::Pool { bid, .. } => Some(*bid),
+            BufStore::Own(_) => None,
+        }
     }
 
     /// Shortens the visible bytes to `len` (no effect if `len` is larger).
     pub fn truncate(&mut self, len: usize) {
         self.len = self.len.min(len);
     }
+
+    /// Copies the bytes out of the pool into memory of their own and gives the pool
+    /// buffer back at once (the bytes stay the same).
+    pub(crate) fn unshare(&mut self) {
+        if let BufStore::Pool { .. } = self.store {
+            let own: Box<[u8]> = self[..].into();
+            let old = std::mem::replace(&mut self.store, BufStore::Own(own));
+            if let BufStore::Pool { pool, bid } = old {
+                pool.in_use.set(pool.in_use.get() - 1);
+                pool.give_back(bid);
+            }
+        }
+    }
+
+    fn ptr(&self) -> *mut u8 {
+        match &self.store {
+            BufStore::Pool { pool, bid } => pool.buf_ptr(*bid),
+            BufStore::Own(b) => b.as_ptr() as *mut u8,
+        }
+    }
+
+    fn capacity(&self) -> usize {
+        match &self.store {
+            BufStore::Pool { pool, .. } => pool.buf_size,
+            BufStore::Own(b) => b.len(),
+        }
+    }
 }
 
 impl Deref for PoolBuf {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        // SAFETY: the first `len` bytes of buffer `bid` were written by the kernel (or the
-        // epoll driver), and no one else touches this buffer while we hold its id.
-        unsafe { std::slice::from_raw_parts(self.pool.buf_ptr(self.bid), self.len) }
+        // SAFETY: the first `len` bytes of the buffer were written by the kernel (or the
+        // epoll driver, or copied), and no one else touches it while we hold it.
+        unsafe { std::slice::from_raw_parts(self.ptr(), self.len) }
     }
 }
 
 impl DerefMut for PoolBuf {
     fn deref_mut(&mut self) -> &mut [u8] {
         // SAFETY: as for deref; we hold the only handle to this buffer.
-        unsafe { std::slice::from_raw_parts_mut(self.pool.buf_ptr(self.bid), self.len) }
+        unsafe { std::slice::from_raw_parts_mut(self.ptr(), self.len) }
     }
 }
 
 impl Drop for PoolBuf {
     fn drop(&mut self) {
-        self.pool.in_use.set(self.pool.in_use.get() - 1);
-        self.pool.give_back(self.bid);
+        if let BufStore::Pool { pool, bid } = &self.store {
+            pool.in_use.set(pool.in_use.get() - 1);
+            pool.give_back(*bid);
+        }
     }
 }
 
 impl fmt::Debug for PoolBuf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PoolBuf")
-            .field("id", &self.bid)
+            .field("pool_index", &self.pool_index())
             .field("len", &self.len)
             .finish()
     }
@@ -343,13 +387,13 @@ impl fmt::Debug for PoolBuf {
 // address does not change.
 unsafe impl super::IoBuf for PoolBuf {
     fn stable_ptr(&self) -> *const u8 {
-        self.pool.buf_ptr(self.bid)
+        self.ptr()
     }
     fn bytes_init(&self) -> usize {
         self.len
     }
     fn bytes_total(&self) -> usize {
-        self.pool.buf_size
+        self.capacity()
     }
 }
 
@@ -371,7 +415,7 @@ mod tests {
         for b in &taken {
             assert_eq!(b.len(), 10);
             assert!(
-                b.iter().all(|&x| x == b.id() as u8),
+                b.iter().all(|&x| Some(x as u16) == b.pool_index()),
                 "buffers do not overlap"
             );
         }

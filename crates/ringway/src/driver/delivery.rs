@@ -1,6 +1,6 @@
 //! Routing a completion to whoever owns its operation.
 
-use super::table::{Notify, OpTable, SlotState};
+use super::table::{Notify, OpTable, SlotState, BACKLOG};
 use super::{Completion, DriverStats, OpId};
 use crate::buf::BufferPool;
 
@@ -17,6 +17,8 @@ pub(crate) struct Delivery<'a> {
     /// handed to the next turn's sink.
     pub deferred: &'a mut Vec<(u64, Completion, bool)>,
     pub stats: &'a mut DriverStats,
+    /// Multishot receives that just became backlogged: the backend stops them.
+    pub backlogged: &'a mut Vec<OpId>,
 }
 
 impl Delivery<'_> {
@@ -48,7 +50,28 @@ impl Delivery<'_> {
                 match &mut slot.notify {
                     Notify::Waker(w) => {
                         if slot.multishot {
+                            let mut c = c;
+                            if slot.backlogged {
+                                // Its reader is behind: keep the bytes, not the pool buffer.
+                                if let Some(b) = c.buf.as_mut() {
+                                    b.unshare();
+                                }
+                            }
                             slot.queue.push_back(c);
+                            if !last && !slot.backlogged && slot.queue.len() >= BACKLOG {
+                                // The reader fell behind: the receive stops (the backend
+                                // sees to it), and what waits for the reader gives its pool
+                                // buffers back (copied), so a stalled reader cannot hold the
+                                // core's pool however much arrived at once.
+                                slot.backlogged = true;
+                                self.stats.recv_backlogged += 1;
+                                self.backlogged.push(id);
+                                for waiting in slot.queue.iter_mut() {
+                                    if let Some(b) = waiting.buf.as_mut() {
+                                        b.unshare();
+                                    }
+                                }
+                            }
                         } else {
                             slot.single = Some(c);
                         }

@@ -55,7 +55,7 @@ pub use op::Op;
 use delivery::{Delivery, Sink};
 pub(crate) use held::{Held, HeldValue, Keep};
 use op::OpKind;
-use table::{Notify, OpTable, SlotState};
+use table::{Notify, OpTable, SlotState, BACKLOG};
 
 use crate::buf::BufferPool;
 
@@ -198,6 +198,9 @@ pub struct DriverStats {
     pub pool_starved: u64,
     /// Parked receives re-armed when a buffer came back.
     pub pool_resumed: u64,
+    /// Multishot receives stopped because their consumer was `BACKLOG` completions
+    /// behind (resumed when it catches up).
+    pub recv_backlogged: u64,
     /// io_uring: extra submits because the submission queue was full.
     pub sq_full_flushes: u64,
     /// io_uring: extra enters to flush completions the kernel kept after a CQ overflow.
@@ -295,6 +298,8 @@ pub struct Driver {
     waker: DriverWaker,
     deferred: Vec<(u64, Completion, bool)>,
     stats: DriverStats,
+    /// Receives that became backlogged during a delivery (see `Delivery::backlogged`).
+    backlogged: Vec<OpId>,
 }
 
 impl Driver {
@@ -364,6 +369,7 @@ impl Driver {
             waker,
             deferred: Vec::new(),
             stats: DriverStats::default(),
+            backlogged: Vec::new(),
         }
     }
 
@@ -377,6 +383,7 @@ impl Driver {
                 sink,
                 deferred: &mut self.deferred,
                 stats: &mut self.stats,
+                backlogged: &mut self.backlogged,
             },
         )
     }
@@ -614,6 +621,15 @@ impl Driver {
             return Poll::Ready(None);
         };
         if let Some(c) = slot.queue.pop_front() {
+            if slot.backlogged && slot.queue.len() <= BACKLOG / 2 {
+                // Caught up: receive again.
+                slot.backlogged = false;
+                let (backend, mut delivery) = self.split(None);
+                match backend {
+                    ActiveBackend::Uring(u) => u.resume(&mut delivery, id),
+                    ActiveBackend::Epoll(e) => e.resume(&mut delivery, id),
+                }
+            }
             return Poll::Ready(Some(c));
         }
         if slot.done {

@@ -12,7 +12,7 @@
 use std::io;
 use std::time::Duration;
 
-use io_uring::{opcode, IoUring};
+use io_uring::{cqueue, opcode, types, IoUring};
 
 use super::uring::{Uring, UringEnv, BGID};
 use super::{DriverConfig, DriverWaker};
@@ -91,10 +91,12 @@ pub(crate) fn build_uring(
         };
         match try_rung(cfg, rung) {
             Ok((ring, pool)) => {
+                let mut ring = ring;
                 let env = UringEnv {
                     bgid: BGID,
                     buf_size: cfg.pool_buf_size as u32,
                     send_zc_min: cfg.send_zc_min.unwrap_or(usize::MAX),
+                    recv_len_cap: multishot_recv_takes_a_length(&mut ring, &pool),
                 };
                 let uring = Box::new(Uring::new(ring, waker.raw_fd(), env));
                 return Ok((uring, pool, rung.flags.to_vec()));
@@ -150,4 +152,57 @@ fn try_rung(
         )),
         None => Err(("nop round trip", io::Error::from_raw_os_error(libc::EIO))),
     }
+}
+
+/// Whether this kernel takes a length for a multishot receive (a cap on the bytes each
+/// trigger takes; newer kernels only, an older one answers `EINVAL`). Tried for real,
+/// on a socket pair: one byte received into a pool buffer means yes.
+pub(crate) fn multishot_recv_takes_a_length(ring: &mut IoUring, pool: &BufferPool) -> bool {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let Ok((a, mut b)) = std::os::unix::net::UnixStream::pair() else {
+        return false;
+    };
+    const PROBE: u64 = 0x6d73686f74;
+    let recv = opcode::RecvMulti::new(types::Fd(a.as_raw_fd()), BGID)
+        .len(pool.buf_size() as u32)
+        .build()
+        .user_data(PROBE);
+    // SAFETY: a pool receive carries no pointer of ours; the pool outlives the ring.
+    if unsafe { ring.submission().push(&recv) }.is_err() || b.write_all(b"x").is_err() {
+        return false;
+    }
+    let mut supported = false;
+    let mut cancelled = false;
+    // Until the receive has ended: its answer, then (if it is still armed) its cancel.
+    for _ in 0..8 {
+        if ring.submit_and_wait(1).is_err() {
+            return false;
+        }
+        let mut ended = false;
+        for c in ring.completion() {
+            if c.user_data() != PROBE {
+                continue;
+            }
+            if let Some(bid) = cqueue::buffer_select(c.flags()) {
+                drop(pool.provided(bid, c.result().max(0) as usize));
+            }
+            if c.result() == 1 {
+                supported = true;
+            }
+            ended |= !cqueue::more(c.flags());
+        }
+        if ended {
+            return supported;
+        }
+        if !cancelled {
+            cancelled = true;
+            let cancel = opcode::AsyncCancel::new(PROBE).build().user_data(0);
+            // SAFETY: a cancel carries no pointers.
+            if unsafe { ring.submission().push(&cancel) }.is_err() {
+                return false;
+            }
+        }
+    }
+    supported
 }

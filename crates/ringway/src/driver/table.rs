@@ -62,7 +62,17 @@ pub(crate) struct Slot {
     pub timeout: Option<Duration>,
     /// A multishot receive parked on an empty buffer pool (see `driver::starved`).
     pub starved: bool,
+    /// Executor face, multishot: the consumer is `BACKLOG` completions behind, so the
+    /// backend receives no more until it has caught up (see `Delivery::deliver`).
+    pub backlogged: bool,
 }
+
+/// How many completions a multishot receive may have waiting for its consumer before
+/// it stops receiving. Each holds a pool buffer: without a bound, one connection whose
+/// reader stops (an application that no longer polls its stream) would take every
+/// buffer of the core's pool and stall every other connection. Past the bound the bytes
+/// wait in the socket, where TCP's flow control slows the peer.
+pub(crate) const BACKLOG: usize = 16;
 
 impl Slot {
     fn vacant() -> Slot {
@@ -80,6 +90,7 @@ impl Slot {
             cancel_requested: false,
             timeout: None,
             starved: false,
+            backlogged: false,
         }
     }
 }
@@ -147,6 +158,7 @@ impl OpTable {
         slot.cancel_requested = false;
         slot.timeout = timeout;
         slot.starved = false;
+        slot.backlogged = false;
         debug_assert!(slot.queue.is_empty() && slot.single.is_none() && slot.held.is_none());
         let gen = slot.gen;
         self.live += 1;

@@ -266,9 +266,10 @@ impl Epoll {
                 self.fd_state(fd).queue(dir).pop_front();
                 continue;
             }
-            if slot.starved {
-                // Parked on an empty pool: an edge changes nothing until a buffer comes
-                // back (`turn` retries it then), and nothing behind it may go first.
+            if slot.starved || slot.backlogged {
+                // Parked on an empty pool (`turn` retries it when a buffer comes back), or
+                // its consumer is behind (`resume` retries it when it catches up): an
+                // edge changes nothing, and nothing behind it may go first.
                 return;
             }
             let (op, multishot) = (slot.op, slot.multishot);
@@ -320,6 +321,13 @@ impl Epoll {
                     return;
                 }
             }
+        }
+    }
+
+    /// The consumer of a receive stopped for backlog caught up: read on.
+    pub(crate) fn resume(&mut self, d: &mut Delivery<'_>, id: OpId) {
+        if let Some(fd) = d.table.get_mut(id).and_then(|s| s.op.fd()) {
+            self.run_queue(d, fd, Direction::Read);
         }
     }
 
@@ -395,6 +403,8 @@ impl Epoll {
             timeout = Some(timeout.map_or(until, |t| t.min(until)));
         }
         d.stats.enters += 1;
+        // Backlogged receives stop by themselves here (`run_queue` skips them).
+        d.backlogged.clear();
         let n = sys::wait(&self.epfd, &mut self.events, timeout)?;
         for i in 0..n {
             let ev = self.events[i];

@@ -14,6 +14,7 @@ use io_uring::{opcode, squeue, types};
 use super::{AfterEnd, Attempt, EpollOp, OpKind, Readiness, UringOp};
 use crate::buf::BufferPool;
 use crate::driver::epoll::EpollOpState;
+use crate::driver::table::BACKLOG;
 use crate::driver::uring::{UringEnv, UringScratch};
 use crate::driver::Completion;
 
@@ -69,7 +70,17 @@ impl UringOp for RecvPool {
 
 impl UringOp for RecvMulti {
     fn sqe(&self, _: &mut UringScratch, env: &UringEnv) -> squeue::Entry {
-        opcode::RecvMulti::new(types::Fd(self.fd), env.bgid).build()
+        // At most half a backlog's worth of buffers per trigger: a socket with a lot
+        // waiting cannot take the whole pool in one go, and the driver sees the
+        // backlog building (and stops the receive) before it can.
+        // (Kernels that do not take a length get 0: no cap; the probe found out.)
+        let per_trigger = match env.recv_len_cap {
+            true => env.buf_size.saturating_mul((BACKLOG / 2) as u32),
+            false => 0,
+        };
+        opcode::RecvMulti::new(types::Fd(self.fd), env.bgid)
+            .len(per_trigger)
+            .build()
     }
 }
 

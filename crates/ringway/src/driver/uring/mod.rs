@@ -16,6 +16,7 @@
 
 mod scratch;
 
+use scratch::Pause;
 pub(crate) use scratch::UringScratch;
 
 use std::io;
@@ -51,6 +52,8 @@ pub(crate) struct UringEnv {
     pub buf_size: u32,
     /// Sends of at least this many bytes use `SEND_ZC` (`usize::MAX`: never).
     pub send_zc_min: usize,
+    /// The kernel takes a per-trigger length for a multishot receive (probed).
+    pub recv_len_cap: bool,
 }
 
 pub(crate) struct Uring {
@@ -120,9 +123,9 @@ impl Uring {
         let Some(slot) = table.get_mut(id) else {
             return;
         };
-        if self.env.send_zc_min != usize::MAX {
-            self.scratch.get(id.index).plain_send = false;
-        }
+        let scratch = self.scratch.get(id.index);
+        scratch.plain_send = false;
+        scratch.pause = Pause::Running;
         if let Some(addr) = slot.op.input_addr() {
             // SAFETY: the submitter guarantees `addr` is valid during submission.
             self.scratch.get(id.index).addr = unsafe { *addr };
@@ -192,6 +195,12 @@ impl Uring {
             d.deliver(id, Completion::new(-libc::ECANCELED), true);
             return;
         }
+        if self.scratch.get(id.index).pause == Pause::Stopped {
+            // Stopped for backlog: not in the kernel, nothing to cancel there.
+            self.scratch.get(id.index).pause = Pause::Running;
+            d.deliver(id, Completion::new(-libc::ECANCELED), true);
+            return;
+        }
         if self.starved.forget(id) {
             // Not in the kernel at all: nothing to cancel there. It ends on the next
             // turn, via a NOP carrying the op's own user_data (`dispatch` sees `starved`).
@@ -214,6 +223,14 @@ impl Uring {
         self.starved.take_rearmable(d.pool, &mut rearm);
         for id in rearm.drain(..) {
             d.stats.pool_resumed += 1;
+            if d.table.get_mut(id).is_some_and(|s| s.backlogged) {
+                // Its reader is behind: it stays stopped until it catches up (`resume`).
+                self.scratch.get(id.index).pause = Pause::Stopped;
+                if let Some(slot) = d.table.get_mut(id) {
+                    slot.starved = false;
+                }
+                continue;
+            }
             self.restart(d, id);
         }
         self.rearm = rearm;
@@ -249,6 +266,7 @@ impl Uring {
             }
         }
         self.reap(d);
+        self.stop_backlogged(d);
         d.stats.sq_full_flushes += std::mem::take(&mut self.sq_full_flushes);
         // The kernel kept CQEs that did not fit: flush and reap them too.
         while self.ring.submission().cq_overflow() {
@@ -264,6 +282,39 @@ impl Uring {
             }
         }
         Ok(())
+    }
+
+    /// Stops the receives whose consumers fell `BACKLOG` completions behind: an
+    /// `ASYNC_CANCEL` each; their end CQE parks them (see `dispatch`).
+    fn stop_backlogged(&mut self, d: &mut Delivery<'_>) {
+        for i in 0..d.backlogged.len() {
+            let id = d.backlogged[i];
+            // A receive parked on an empty pool is not in the kernel: it is stopped where
+            // it is re-armed (`turn`).
+            let live = d
+                .table
+                .get_mut(id)
+                .is_some_and(|s| s.backlogged && !s.done && !s.starved);
+            let scratch = self.scratch.get(id.index);
+            if live && scratch.pause == Pause::Running {
+                scratch.pause = Pause::Stopping;
+                let sqe = opcode::AsyncCancel::new(id.to_user_data())
+                    .build()
+                    .user_data(CANCEL_UD);
+                self.push(sqe);
+            }
+        }
+        d.backlogged.clear();
+    }
+
+    /// The consumer of a stopped receive caught up: arm it again (at once if the kernel
+    /// has let go of it; else its end CQE will).
+    pub(crate) fn resume(&mut self, d: &mut Delivery<'_>, id: OpId) {
+        let scratch = self.scratch.get(id.index);
+        if scratch.pause == Pause::Stopped {
+            scratch.pause = Pause::Running;
+            self.restart(d, id);
+        }
     }
 
     fn reap(&mut self, d: &mut Delivery<'_>) -> usize {
@@ -328,6 +379,29 @@ impl Uring {
         if result >= 0 && slot.op.fills() {
             slot.op.fill(self.scratch.get(id.index), &mut c);
         }
+        if slot.multishot && !more && self.scratch.get(id.index).pause == Pause::Stopping {
+            // The end of a receive stopped for backlog. Bytes it still carried are
+            // delivered; an empty pool is no news (it is stopped anyway); a real cancel,
+            // an error or end of stream ends it as usual (below).
+            let paused_end = result > 0 || result == -libc::ECANCELED || result == -libc::ENOBUFS;
+            if paused_end && !slot.cancel_requested && slot.state == SlotState::Owned {
+                let resume = !slot.backlogged;
+                if result > 0 {
+                    d.deliver(id, c, false);
+                }
+                if resume {
+                    self.scratch.get(id.index).pause = Pause::Running;
+                    self.restart(d, id);
+                } else {
+                    self.scratch.get(id.index).pause = Pause::Stopped;
+                }
+                return;
+            }
+            self.scratch.get(id.index).pause = Pause::Running;
+        }
+        let Some(slot) = d.table.get_mut(id) else {
+            return;
+        };
         if slot.multishot && !more && slot.state == SlotState::Owned && !slot.cancel_requested {
             match slot.op.after_end(result) {
                 AfterEnd::AwaitBuffer => {

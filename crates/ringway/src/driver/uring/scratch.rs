@@ -20,6 +20,19 @@ pub(crate) struct UringScratch {
     pub timeout: Timespec,
     /// The socket refused `SEND_ZC`: send this op's bytes the ordinary way.
     pub plain_send: bool,
+    /// A multishot receive stopped for its consumer's backlog.
+    pub pause: Pause,
+}
+
+/// Where a multishot receive stopped for backlog stands with the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pause {
+    /// Armed in the kernel (or not a paused op at all).
+    Running,
+    /// An `ASYNC_CANCEL` to stop it is on its way; its end CQE has not come.
+    Stopping,
+    /// Stopped: not in the kernel until the consumer catches up.
+    Stopped,
 }
 
 impl UringScratch {
@@ -31,6 +44,7 @@ impl UringScratch {
             iov: unsafe { std::mem::zeroed() },
             timeout: Timespec::new(),
             plain_send: false,
+            pause: Pause::Running,
         }
     }
 }
