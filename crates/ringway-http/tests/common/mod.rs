@@ -333,8 +333,15 @@ pub fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The Python of the `.venv` holding h11, created if missing.
+/// The Python of the `.venv` holding h11, created if missing (`scripts/test` creates it
+/// before the tests run; this covers `cargo test` on its own).
+///
+/// Serialised: the two backends' conformance tests run in parallel threads, and two
+/// `python -m venv` + `pip install` into one directory at once break each other (CI saw
+/// one pip fail that way).
 pub fn h11_python() -> PathBuf {
+    static SETUP: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = SETUP.lock().unwrap_or_else(|e| e.into_inner());
     let root = workspace_root();
     let py = root.join(".venv/bin/python");
     let ok = |py: &PathBuf| {
