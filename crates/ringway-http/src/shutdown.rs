@@ -2,7 +2,7 @@
 //! finish what is in flight and close idle connections; and the per-core state the
 //! connections watch (and count themselves in, so the core knows when it has drained).
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::future::poll_fn;
 use std::rc::Rc;
@@ -12,25 +12,28 @@ use std::task::{Poll, Waker};
 
 use slab::Slab;
 
+use crate::response::ResponseContext;
+
 thread_local! {
     static REGISTRY: RefCell<HashMap<u64, Rc<CoreState>>> = RefCell::new(HashMap::new());
 }
 
-/// Per-core, per-server state: the shutdown flag and the live connections.
+/// Per-core, per-server state: the shutdown flag (in the responses' context, which
+/// closes connections once it is set) and the live connections.
 pub(crate) struct CoreState {
     id: u64,
-    down: Cell<bool>,
+    ctx: ResponseContext,
     global: Arc<AtomicBool>,
     watchers: RefCell<Slab<Option<Waker>>>,
     drained: RefCell<Option<Waker>>,
 }
 
 impl CoreState {
-    /// Creates and registers this core's state for server `id`.
-    pub fn register(id: u64, global: Arc<AtomicBool>) -> Rc<CoreState> {
+    /// Creates and registers this core's state for server `id` (named `server`).
+    pub fn register(id: u64, global: Arc<AtomicBool>, server: Option<&str>) -> Rc<CoreState> {
         let s = Rc::new(CoreState {
             id,
-            down: Cell::new(false),
+            ctx: ResponseContext::new(server),
             global,
             watchers: RefCell::new(Slab::new()),
             drained: RefCell::new(None),
@@ -48,7 +51,7 @@ impl CoreState {
     }
 
     fn trigger(&self) {
-        self.down.set(true);
+        self.ctx.down.set(true);
         let wakers: Vec<Waker> = self
             .watchers
             .borrow_mut()
@@ -98,7 +101,7 @@ impl Watch {
     /// Resolves once shutdown has begun.
     pub async fn down(&self) {
         poll_fn(|cx| {
-            if self.state.down.get() {
+            if self.state.ctx.down.get() {
                 return Poll::Ready(());
             }
             let mut w = self.state.watchers.borrow_mut();
@@ -114,7 +117,12 @@ impl Watch {
     }
 
     pub fn is_down(&self) -> bool {
-        self.state.down.get()
+        self.state.ctx.down.get()
+    }
+
+    /// What this core's responses share (the server's name, the shutdown flag).
+    pub fn response_context(&self) -> &ResponseContext {
+        &self.state.ctx
     }
 }
 

@@ -1,15 +1,18 @@
 //! TLS through rustls: the record layer is driven by the runtime's owned buffers.
 //! Ciphertext arrives as pool buffers from the multishot receive and is fed to
 //! `ServerConnection::read_tls`; outgoing records are gathered by `write_tls` into one
-//! `Vec` and leave in one send, so a batch of pipelined responses is still one send.
+//! buffer lent by the core's pool and leave in one send, so a batch of pipelined
+//! responses is still one send. Plaintext is copied from rustls straight into the
+//! connection's input.
 
-use std::io::{self, Read as _, Write as _};
+use std::io::{self, BufRead as _, Write as _};
 use std::path::Path;
 use std::sync::Arc;
 
 use ringway::net::{RecvStream, TcpStream};
 use rustls::ServerConnection;
 
+use crate::buffers::PooledBuf;
 use crate::input::Input;
 use crate::transport::Transport;
 
@@ -52,8 +55,6 @@ pub(crate) struct Tls {
     stream: TcpStream,
     rx: RecvStream,
     conn: ServerConnection,
-    wire: Vec<u8>,
-    scratch: Box<[u8]>,
 }
 
 impl Tls {
@@ -64,35 +65,34 @@ impl Tls {
             stream,
             rx,
             conn: ServerConnection::new(cfg).map_err(io::Error::other)?,
-            wire: Vec::with_capacity(4096),
-            scratch: vec![0; 16 * 1024].into_boxed_slice(),
         })
     }
 
     /// Sends every record rustls has queued, in one send.
     async fn flush_tls(&mut self) -> io::Result<()> {
-        while self.conn.wants_write() {
-            self.conn.write_tls(&mut self.wire)?;
-        }
-        if self.wire.is_empty() {
+        if !self.conn.wants_write() {
             return Ok(());
         }
-        let buf = std::mem::take(&mut self.wire);
-        let (r, mut buf) = self.stream.write_all(buf).await;
-        buf.clear();
-        self.wire = buf;
-        r
+        let mut wire = PooledBuf::take();
+        while self.conn.wants_write() {
+            self.conn.write_tls(&mut *wire)?;
+        }
+        self.stream.write_all(wire).await.0
     }
 }
 
 impl Transport for Tls {
     async fn recv(&mut self, input: &mut Input) -> io::Result<usize> {
         loop {
-            // Plaintext already decrypted? (Through a scratch buffer that is zeroed once,
-            // not per read.)
-            match self.conn.reader().read(&mut self.scratch[..]) {
-                Ok(n) => {
-                    input.own_mut().extend_from_slice(&self.scratch[..n]);
+            // Plaintext already decrypted?
+            let mut reader = self.conn.reader();
+            match reader.fill_buf() {
+                Ok(plain) => {
+                    let n = plain.len();
+                    if n > 0 {
+                        input.own_mut().extend_from_slice(plain);
+                    }
+                    reader.consume(n);
                     return Ok(n);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
@@ -120,7 +120,7 @@ impl Transport for Tls {
         }
     }
 
-    async fn send(&mut self, buf: Vec<u8>) -> (io::Result<()>, Vec<u8>) {
+    async fn send(&mut self, buf: PooledBuf) -> (io::Result<()>, PooledBuf) {
         if let Err(e) = self.conn.writer().write_all(&buf) {
             return (Err(e), buf);
         }

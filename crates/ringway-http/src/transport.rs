@@ -6,6 +6,7 @@ use std::os::fd::{AsRawFd, RawFd};
 
 use ringway::net::{RecvStream, TcpStream};
 
+use crate::buffers::PooledBuf;
 use crate::input::Input;
 
 /// A byte stream the connection state machine drives.
@@ -13,11 +14,11 @@ pub(crate) trait Transport {
     /// Waits for input and adds it to `input`; returns how many bytes came, 0 at the end.
     fn recv(&mut self, input: &mut Input) -> impl std::future::Future<Output = io::Result<usize>>;
     /// Sends all of `buf` (in one send where the peer takes it all); hands the buffer
-    /// back for reuse.
+    /// back.
     fn send(
         &mut self,
-        buf: Vec<u8>,
-    ) -> impl std::future::Future<Output = (io::Result<()>, Vec<u8>)>;
+        buf: PooledBuf,
+    ) -> impl std::future::Future<Output = (io::Result<()>, PooledBuf)>;
     /// Ends the write direction (after a TLS `close_notify` where there is one).
     fn close_write(&mut self) -> impl std::future::Future<Output = ()>;
     /// The socket, if bytes spliced into it go to the peer unchanged (not under TLS).
@@ -42,7 +43,7 @@ impl Tcp {
 
 impl Transport for Tcp {
     async fn recv(&mut self, input: &mut Input) -> io::Result<usize> {
-        match self.rx.next().await {
+        match std::future::poll_fn(|cx| self.rx.poll_next(cx)).await {
             Some(Ok(buf)) => {
                 let n = buf.len();
                 input.push_pool(buf);
@@ -53,7 +54,7 @@ impl Transport for Tcp {
         }
     }
 
-    async fn send(&mut self, buf: Vec<u8>) -> (io::Result<()>, Vec<u8>) {
+    async fn send(&mut self, buf: PooledBuf) -> (io::Result<()>, PooledBuf) {
         self.stream.write_all(buf).await
     }
 

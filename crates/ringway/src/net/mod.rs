@@ -4,11 +4,13 @@
 //! and writes take `&mut self`: one reader and one writer at a time per socket, so two
 //! sends on one socket can never be in flight out of order.
 
+mod per_core;
 mod socket;
 mod tcp;
 mod udp;
 mod unix;
 
+pub use per_core::bind_per_core;
 pub use socket::{ReadFuture, RecvStream, WriteFuture};
 pub use tcp::{Incoming, ListenOptions, OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream};
 pub use udp::UdpSocket;
