@@ -3,22 +3,38 @@
 //! reader for the client side, and the h11 cross-check.
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use http::{Request, Response, StatusCode};
 use ringway::Backend;
-use ringway_http::{Body, Config, Server, ShutdownHandle, StatsSnapshot};
+use ringway_http::{Body, Config, Server, ShutdownHandle, Stats, StatsSnapshot};
 
 /// A server running the test handler on one core of its own runtime.
 pub struct TestServer {
     pub addr: SocketAddr,
     pub shutdown: ShutdownHandle,
     pub rt: ringway::Handle,
+    /// The live counters.
+    pub stats: Arc<Stats>,
     thread: Option<std::thread::JoinHandle<StatsSnapshot>>,
+}
+
+/// How the in-process server is made.
+#[derive(Default)]
+pub struct Setup {
+    pub backend: Option<Backend>,
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    pub dir: Option<PathBuf>,
+    /// Where the access log goes (turns it on).
+    pub log: Option<Box<dyn Write + Send>>,
+    /// Serve with the request-view twin of the test handler ([`view_test_handler`]).
+    pub view: bool,
 }
 
 impl TestServer {
@@ -31,24 +47,40 @@ impl TestServer {
         backend: Option<Backend>,
         tls: Option<Arc<rustls::ServerConfig>>,
     ) -> TestServer {
-        Self::start_full(cfg, backend, tls, None)
+        Self::start_setup(
+            cfg,
+            Setup {
+                backend,
+                tls,
+                ..Setup::default()
+            },
+        )
     }
 
     /// A server of the files under `dir`.
     pub fn start_static(dir: PathBuf) -> TestServer {
-        Self::start_full(Config::default(), None, None, Some(dir))
+        Self::start_static_with(dir, Config::default(), None)
     }
 
     pub fn start_static_with(dir: PathBuf, cfg: Config, backend: Option<Backend>) -> TestServer {
-        Self::start_full(cfg, backend, None, Some(dir))
+        Self::start_setup(
+            cfg,
+            Setup {
+                backend,
+                dir: Some(dir),
+                ..Setup::default()
+            },
+        )
     }
 
-    fn start_full(
-        cfg: Config,
-        backend: Option<Backend>,
-        tls: Option<Arc<rustls::ServerConfig>>,
-        dir: Option<PathBuf>,
-    ) -> TestServer {
+    pub fn start_setup(cfg: Config, setup: Setup) -> TestServer {
+        let Setup {
+            backend,
+            tls,
+            dir,
+            log,
+            view,
+        } = setup;
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
             let mut b = ringway::Runtime::builder();
@@ -61,7 +93,11 @@ impl TestServer {
             if let Some(t) = tls {
                 server = server.with_tls(t);
             }
+            if let Some(sink) = log {
+                server = server.access_log_to(sink);
+            }
             let running = match dir {
+                None if view => server.start_view(&rt, "127.0.0.1:0", || ViewTestHandler),
                 None => server.start(&rt, "127.0.0.1:0", || test_handler),
                 Some(dir) => {
                     let files = ringway_http::files::StaticFiles::new(dir).expect("static dir");
@@ -75,17 +111,36 @@ impl TestServer {
                 }
             }
             .expect("server start");
-            tx.send((running.local_addr(), running.shutdown_handle(), rt.handle()))
-                .unwrap();
+            tx.send((
+                running.local_addr(),
+                running.shutdown_handle(),
+                rt.handle(),
+                running.stats(),
+            ))
+            .unwrap();
             running.wait(&rt)
         });
-        let (addr, shutdown, rt) = rx.recv().expect("server started");
+        let (addr, shutdown, rt, stats) = rx.recv().expect("server started");
         TestServer {
             addr,
             shutdown,
             rt,
+            stats,
             thread: Some(thread),
         }
+    }
+
+    /// Runs `f` on the server's core (between its connections' turns) and returns
+    /// what it gave.
+    pub fn on_core<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.rt
+            .spawn_on(0, move || async move {
+                let _ = tx.send(f());
+            })
+            .detach();
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("the server's core answered")
     }
 
     /// Graceful shutdown, then joins the server thread.
@@ -134,6 +189,10 @@ pub async fn test_handler(req: Request<Body>) -> Response<Body> {
         "/sleep" => {
             ringway::time::sleep(Duration::from_millis(300)).await;
         }
+        p if p.starts_with("/hold/") => {
+            Hold::serve(&p["/hold/".len()..]).await;
+            return Response::new(Body::from("held"));
+        }
         _ => {}
     }
     let (parts, mut body) = req.into_parts();
@@ -165,6 +224,156 @@ pub async fn test_handler(req: Request<Body>) -> Response<Body> {
         "body_len": body.len(),
     });
     Response::new(Body::from(v.to_string()))
+}
+
+/// A request the test handler holds until released (path `/hold/KEY`): the test
+/// learns that its handler started, and decides when it ends. Events, not sleeps.
+pub struct Hold {
+    key: String,
+    state: Arc<HoldState>,
+}
+
+#[derive(Default)]
+struct HoldState {
+    started: AtomicBool,
+    released: AtomicBool,
+}
+
+fn holds() -> &'static Mutex<HashMap<String, Arc<HoldState>>> {
+    static HOLDS: std::sync::OnceLock<Mutex<HashMap<String, Arc<HoldState>>>> =
+        std::sync::OnceLock::new();
+    HOLDS.get_or_init(Default::default)
+}
+
+impl Hold {
+    /// A hold for the requests whose path is [`path`](Self::path).
+    pub fn new(key: &str) -> Hold {
+        let state = Arc::new(HoldState::default());
+        holds()
+            .lock()
+            .unwrap()
+            .insert(key.to_string(), state.clone());
+        Hold {
+            key: key.to_string(),
+            state,
+        }
+    }
+
+    pub fn path(&self) -> String {
+        format!("/hold/{}", self.key)
+    }
+
+    /// Waits (at most `limit`) until a handler took the request.
+    pub fn wait_started(&self, limit: Duration) {
+        assert!(
+            wait_for(limit, || self.state.started.load(Ordering::SeqCst)),
+            "the held handler did not start within {limit:?}"
+        );
+    }
+
+    /// Lets the handler answer.
+    pub fn release(&self) {
+        self.state.released.store(true, Ordering::SeqCst);
+    }
+
+    /// The handler's side: says it started, then waits to be released.
+    async fn serve(key: &str) {
+        let state = holds().lock().unwrap().get(key).cloned();
+        let Some(state) = state else { return };
+        state.started.store(true, Ordering::SeqCst);
+        while !state.released.load(Ordering::SeqCst) {
+            ringway::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        self.release();
+        holds().lock().unwrap().remove(&self.key);
+    }
+}
+
+/// Polls `cond` until it holds or `limit` passes; whether it held. For waiting on an
+/// event the test cannot be told about directly (the limit only bounds a failure).
+pub fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let t = Instant::now();
+    loop {
+        if cond() {
+            return true;
+        }
+        if t.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// The request-view twin of [`test_handler`]: the same answers (the JSON of the parsed
+/// request; `/status/204`, `/status/304`, `/stream`, `/big`, `/chunks`,
+/// `/ignore-body`), written with `ViewHandler`.
+pub struct ViewTestHandler;
+
+impl ringway_http::ViewHandler for ViewTestHandler {
+    async fn call<'a>(
+        &'a self,
+        req: ringway_http::RequestView<'a>,
+        res: ringway_http::Responder<'a>,
+    ) -> ringway_http::Written {
+        let path = req.path();
+        match path {
+            "/status/204" => return res.status(StatusCode::NO_CONTENT).empty(),
+            "/status/304" => return res.status(StatusCode::NOT_MODIFIED).empty(),
+            "/big" => return res.ok().bytes(&vec![b'z'; 32 << 20]),
+            "/ignore-body" => return res.ok().bytes(b"ignored"),
+            "/stream" => {
+                let mut n = 0;
+                return res.ok().body(Body::from_fn(None, move |_| {
+                    n += 1;
+                    std::task::Poll::Ready(if n <= 3 {
+                        Some(Ok(bytes::Bytes::from(format!("part{n};"))))
+                    } else {
+                        None
+                    })
+                }));
+            }
+            _ => {}
+        }
+        let method = req.method().to_string();
+        let target = req.target().to_string();
+        if path == "/chunks" {
+            let (mut pieces, mut total) = (0, 0);
+            match req.into_body() {
+                ringway_http::ViewBody::Whole(b) => {
+                    pieces = 1;
+                    total = b.len();
+                }
+                ringway_http::ViewBody::Streamed(mut body) => {
+                    while let Some(c) = body.chunk().await {
+                        match c {
+                            Ok(c) => {
+                                pieces += 1;
+                                total += c.len();
+                            }
+                            Err(_) => return res.status(StatusCode::BAD_REQUEST).empty(),
+                        }
+                    }
+                }
+            }
+            let v = serde_json::json!({ "pieces": pieces, "total": total });
+            return res.ok().bytes(v.to_string().as_bytes());
+        }
+        let Ok(body) = req.body_bytes().await else {
+            return res.status(StatusCode::BAD_REQUEST).empty();
+        };
+        let v = serde_json::json!({
+            "method": method,
+            "target": target,
+            "body": String::from_utf8_lossy(&body),
+            "body_len": body.len(),
+        });
+        res.ok().bytes(v.to_string().as_bytes())
+    }
 }
 
 /// A client connection with a read timeout.
