@@ -311,7 +311,8 @@ pub fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
 
 /// The request-view twin of [`test_handler`]: the same answers (the JSON of the parsed
 /// request; `/status/204`, `/status/304`, `/stream`, `/big`, `/chunks`,
-/// `/ignore-body`), written with `ViewHandler`.
+/// `/ignore-body`), written with `ViewHandler`; and `/plaintext`, a `Hello, World!`
+/// that allocates nothing.
 pub struct ViewTestHandler;
 
 impl ringway_http::ViewHandler for ViewTestHandler {
@@ -326,6 +327,8 @@ impl ringway_http::ViewHandler for ViewTestHandler {
             "/status/304" => return res.status(StatusCode::NOT_MODIFIED).empty(),
             "/big" => return res.ok().bytes(&vec![b'z'; 32 << 20]),
             "/ignore-body" => return res.ok().bytes(b"ignored"),
+            // Allocates nothing (the allocation test counts on it).
+            "/plaintext" => return res.ok().bytes(b"Hello, World!"),
             "/stream" => {
                 let mut n = 0;
                 return res.ok().body(Body::from_fn(None, move |_| {
