@@ -22,7 +22,7 @@ use std::rc::Rc;
 use crate::fs::File;
 use crate::io::ops::Splice;
 use crate::io::OpFuture;
-use crate::runtime::core::{try_with_current, with_current};
+use crate::runtime::context::with_driver;
 
 /// A pipe owned by the current core. See the [module docs](self).
 #[derive(Debug)]
@@ -41,8 +41,7 @@ impl Pipe {
     /// A new pipe, with the blocking mode the current backend wants. Must be called on a
     /// runtime thread.
     pub fn new() -> io::Result<Pipe> {
-        let nonblocking =
-            with_current(|c| c.driver.borrow().socket_flags()) & libc::SOCK_NONBLOCK != 0;
+        let nonblocking = with_driver(|d| d.socket_flags()) & libc::SOCK_NONBLOCK != 0;
         let mut flags = libc::O_CLOEXEC;
         if nonblocking {
             flags |= libc::O_NONBLOCK;
@@ -100,11 +99,7 @@ impl Drop for Pipe {
         // fails what is still parked on them). The fds themselves close when the last
         // splice holding them has ended.
         for fd in [self.read_fd(), self.write_fd()] {
-            try_with_current(|c| {
-                if let Ok(mut d) = c.driver.try_borrow_mut() {
-                    d.forget_fd(fd);
-                }
-            });
+            super::forget_fd(fd);
         }
     }
 }

@@ -11,7 +11,7 @@ mod udp;
 mod unix;
 
 pub use per_core::bind_per_core;
-pub use socket::{ReadFuture, RecvStream, WriteFuture};
+pub use socket::{ReadFuture, RecvStream, WriteAll, WriteFuture};
 pub use tcp::{Incoming, ListenOptions, OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream};
 pub use udp::UdpSocket;
 pub use unix::{UnixListener, UnixStream};

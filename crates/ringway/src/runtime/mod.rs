@@ -9,7 +9,8 @@
 //! puts one on a chosen core.
 
 mod blocking;
-pub(crate) mod core;
+pub(crate) mod context;
+mod core;
 mod task;
 
 use std::future::Future;
@@ -149,7 +150,11 @@ impl Builder {
                     let shared = CoreShared::new(i, driver.waker());
                     let core = Core::new(shared.clone(), driver);
                     let _ = tx.send(Ok(shared));
-                    core.run_until_shutdown();
+                    if let Err(e) = core.run_until_shutdown() {
+                        // The core cannot make progress: say so and end it, rather than
+                        // spin. Its tasks are dropped (their I/O cancelled) below.
+                        tracing::error!(core = i, error = %e, "ringway core stopped");
+                    }
                     core.shutdown();
                 })?;
             let shared = rx
@@ -263,8 +268,12 @@ impl Handle {
         let header = TaskHeader::new(shared.clone());
         let state = JoinState::new();
         let (h, s) = (header.clone(), state.clone());
+        // If the core is gone (or goes before it runs this), the guard reports the task
+        // cancelled instead of leaving its handle waiting forever.
+        let guard = CancelUnlessRun(Some(state.clone()));
         shared.inject(Remote::Spawn(Box::new(move || {
-            self::core::with_current(|c| c.spawn_with(make(), s, h));
+            guard.disarm();
+            context::with_core(|c| c.spawn_with(make(), s, h));
         })));
         JoinHandle::new(state, Some(header))
     }
@@ -286,6 +295,24 @@ impl Handle {
     }
 }
 
+/// Finishes a cross-core spawn as cancelled if its closure is dropped without running
+/// (its core shut down first).
+struct CancelUnlessRun<T>(Option<Arc<JoinState<T>>>);
+
+impl<T> CancelUnlessRun<T> {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl<T> Drop for CancelUnlessRun<T> {
+    fn drop(&mut self) {
+        if let Some(state) = self.0.take() {
+            state.finish(Err(JoinError::Cancelled));
+        }
+    }
+}
+
 /// Spawns a `!Send` task on the current core.
 ///
 /// Panics outside a runtime. Dropping the returned handle cancels the task; see
@@ -295,37 +322,37 @@ where
     F: Future + 'static,
     F::Output: 'static,
 {
-    self::core::with_current(|c| c.spawn(fut))
+    context::with_core(|c| c.spawn(fut))
 }
 
 /// Index of the current core (0 is the `block_on` thread).
 pub fn current_core() -> usize {
-    self::core::with_current(|c| c.shared.index)
+    context::with_core(|c| c.shared.index)
 }
 
 /// The current core's driver counters.
 pub fn driver_stats() -> DriverStats {
-    self::core::with_current(|c| c.driver.borrow().stats())
+    context::with_core(|c| c.driver.borrow().stats())
 }
 
 /// The current core's buffer pool counters.
 pub fn pool_stats() -> crate::buf::PoolStats {
-    self::core::with_current(|c| c.driver.borrow().pool().stats())
+    context::with_core(|c| c.driver.borrow().pool().stats())
 }
 
 /// Tasks alive on the current core.
 pub fn task_count() -> usize {
-    self::core::with_current(|c| c.task_count())
+    context::with_core(|c| c.task_count())
 }
 
 /// Operations of the current core's driver still holding a slot.
 pub fn live_ops() -> usize {
-    self::core::with_current(|c| c.driver.borrow().live_ops())
+    context::with_core(|c| c.driver.borrow().live_ops())
 }
 
 /// The backend of the current core.
 pub fn current_backend() -> BackendInfo {
-    self::core::with_current(|c| c.driver.borrow().info().clone())
+    context::with_core(|c| c.driver.borrow().info().clone())
 }
 
 /// Yields once to let other tasks run.
