@@ -11,12 +11,13 @@
 //! core's pool for as long as there is something to send, and the connection's one
 //! timer ([`Deadline`]) is left armed between requests.
 
-use std::future::{pending, poll_fn};
+use std::future::{poll_fn, Future};
 use std::io;
 use std::net::SocketAddr;
 use std::pin::pin;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::task::Poll;
 
 use bytes::Bytes;
 use ringway::io::Pipe;
@@ -109,8 +110,9 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         }
     }
 
-    /// Serves the connection to its end.
-    pub async fn run(mut self) {
+    /// Serves the connection to its end. (By `&mut self`: an `async fn` that takes
+    /// `self` by value keeps two copies of it in its state.)
+    pub async fn run(&mut self) {
         if self.serve().await {
             self.linger().await;
         }
@@ -229,7 +231,9 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                 let res = Responder::new(out, info, self.watch.response_context());
                 (self.handler.call(view, res).await, None)
             }
-            None => match self.answer_streamed(raw, info).await {
+            // Rare and large: boxed, so that the state every connection carries while
+            // idle stays small.
+            None => match Box::pin(self.answer_streamed(raw, info)).await {
                 Ok((w, head)) => (w, Some(head)),
                 Err(step) => return step,
             },
@@ -237,7 +241,8 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         self.shared.stats.request();
         let mut sent = written.body_len;
         if let Some(p) = written.pending.take() {
-            match self.send_stream(p).await {
+            // Rare and large (splice, streamed chunks): boxed, as above.
+            match Box::pin(self.send_stream(p)).await {
                 Some(n) => sent = n,
                 None => return Step::Abort,
             }
@@ -356,12 +361,23 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         if buf.is_empty() {
             return true;
         }
-        let now = coarse_now();
-        let deadline = now + nanos(self.shared.cfg.send_timeout);
-        match self.timer.run(now, deadline, self.t.send(buf)).await {
-            Ok((Ok(()), _)) => true,
-            Ok((Err(e), _)) => {
-                self.io_failed(&e);
+        let mut now = Some(coarse_now());
+        let deadline = now.unwrap_or(0) + nanos(self.shared.cfg.send_timeout);
+        // One poll function for the send and its deadline (as in `wait_input`).
+        let mut send = pin!(self.t.send(buf));
+        let timer = &mut self.timer;
+        let sent = poll_fn(|cx| {
+            if let Poll::Ready((r, _buf)) = send.as_mut().poll(cx) {
+                return Poll::Ready(Ok(r));
+            }
+            let now = now.take().unwrap_or_else(coarse_now);
+            timer.poll_timer(cx, now, deadline).map(Err)
+        })
+        .await;
+        match sent {
+            Ok(Ok(())) => true,
+            Ok(Err(e)) => {
+                io_failed(&self.shared, &e);
                 false
             }
             Err(Elapsed) => {
@@ -551,7 +567,8 @@ fn io_failed(shared: &Shared, e: &io::Error) {
 }
 
 /// Waits for input until `deadline` (on the coarse clock; `now` read just before) and,
-/// with a `watch`, until shutdown begins.
+/// with a `watch`, until shutdown begins. One poll function for the three, so a wake-up
+/// costs one poll of each, not a stack of futures.
 async fn wait_input<T: Transport>(
     t: &mut T,
     input: &mut Input,
@@ -560,19 +577,26 @@ async fn wait_input<T: Transport>(
     now: u64,
     deadline: u64,
 ) -> Wait {
-    let down = async move {
-        match watch {
-            Some(w) => w.down().await,
-            None => pending::<()>().await,
+    let mut recv = pin!(t.recv(input));
+    let mut now = Some(now);
+    poll_fn(|cx| {
+        if let Poll::Ready(r) = recv.as_mut().poll(cx) {
+            return Poll::Ready(match r {
+                Ok(0) => Wait::Eof,
+                Ok(_) => Wait::Data,
+                Err(e) => Wait::Failed(e),
+            });
         }
-    };
-    match timer.run(now, deadline, race(t.recv(input), down)).await {
-        Err(Elapsed) => Wait::Timeout,
-        Ok(Either::Right(())) => Wait::Down,
-        Ok(Either::Left(Ok(0))) => Wait::Eof,
-        Ok(Either::Left(Ok(_))) => Wait::Data,
-        Ok(Either::Left(Err(e))) => Wait::Failed(e),
-    }
+        if watch.is_some_and(|w| w.poll_down(cx).is_ready()) {
+            return Poll::Ready(Wait::Down);
+        }
+        // The first poll uses the caller's reading of the clock.
+        let now = now.take().unwrap_or_else(coarse_now);
+        timer
+            .poll_timer(cx, now, deadline)
+            .map(|Elapsed| Wait::Timeout)
+    })
+    .await
 }
 
 /// What reading a request body borrows from its connection (all but the output and

@@ -83,7 +83,12 @@ impl Deadline {
 
     /// Pending while `deadline` is ahead (the timer armed, no later than it); ready
     /// once it has passed.
-    fn poll_timer(&mut self, cx: &mut Context<'_>, mut now: u64, deadline: u64) -> Poll<Elapsed> {
+    pub fn poll_timer(
+        &mut self,
+        cx: &mut Context<'_>,
+        mut now: u64,
+        deadline: u64,
+    ) -> Poll<Elapsed> {
         loop {
             if now >= deadline {
                 return Poll::Ready(Elapsed);

@@ -86,7 +86,10 @@ pub struct HttpTypes<H>(pub H);
 impl<H: Handler> ViewHandler for HttpTypes<H> {
     async fn call<'a>(&'a self, req: RequestView<'a>, res: Responder<'a>) -> Written {
         match req.into_http() {
-            Ok(req) => res.send(self.0.call(req).await),
+            // Boxed: an `http::Request` and whatever the handler keeps across its awaits
+            // would otherwise be part of every connection's state, idle or not (this API
+            // allocates per request anyway: the target, the field maps).
+            Ok(req) => res.send(Box::pin(self.0.call(req)).await),
             // The scan checked everything the `http` types need: not expected.
             Err(_) => res.status(StatusCode::INTERNAL_SERVER_ERROR).empty(),
         }

@@ -8,7 +8,7 @@ use std::future::poll_fn;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::{Poll, Waker};
+use std::task::{Context, Poll, Waker};
 
 use slab::Slab;
 
@@ -100,20 +100,22 @@ pub(crate) struct Watch {
 impl Watch {
     /// Resolves once shutdown has begun.
     pub async fn down(&self) {
-        poll_fn(|cx| {
-            if self.state.ctx.down.get() {
-                return Poll::Ready(());
+        poll_fn(|cx| self.poll_down(cx)).await
+    }
+
+    /// Poll form of [`down`](Self::down).
+    pub fn poll_down(&self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.state.ctx.down.get() {
+            return Poll::Ready(());
+        }
+        let mut w = self.state.watchers.borrow_mut();
+        if let Some(slot) = w.get_mut(self.key) {
+            match slot {
+                Some(old) if old.will_wake(cx.waker()) => {}
+                _ => *slot = Some(cx.waker().clone()),
             }
-            let mut w = self.state.watchers.borrow_mut();
-            if let Some(slot) = w.get_mut(self.key) {
-                match slot {
-                    Some(old) if old.will_wake(cx.waker()) => {}
-                    _ => *slot = Some(cx.waker().clone()),
-                }
-            }
-            Poll::Pending
-        })
-        .await
+        }
+        Poll::Pending
     }
 
     pub fn is_down(&self) -> bool {
