@@ -140,11 +140,15 @@ pub fn run(args: ServeArgs) -> io::Result<()> {
     let handle = running.shutdown_handle();
     std::thread::spawn(move || {
         let sig = wait_signal(&sigs);
-        eprintln!("ringway serve: signal {sig}, shutting down (draining)");
+        // Not eprintln!: a closed stderr must not keep the server from stopping.
+        let _ = writeln!(
+            io::stderr(),
+            "ringway serve: signal {sig}, shutting down (draining)"
+        );
         handle.shutdown();
     });
     let stats = running.wait(&rt);
-    eprintln!("ringway serve: stopped: {stats}");
+    let _ = writeln!(io::stderr(), "ringway serve: stopped: {stats}");
     Ok(())
 }
 

@@ -79,9 +79,14 @@ impl RawHead {
     /// The field lines as `(name, value)`, in order, values without surrounding
     /// whitespace.
     pub fn fields<'a>(&self, head: &'a [u8]) -> Fields<'a> {
+        Fields(self.raw_fields(head))
+    }
+
+    /// The field lines as byte strings (no UTF-8 check of the names).
+    pub(crate) fn raw_fields<'a>(&self, head: &'a [u8]) -> RawFields<'a> {
         let end = self.len.min(head.len());
         let start = (self.fields_start as usize).min(end);
-        Fields {
+        RawFields {
             rest: &head[start..end],
             left: self.fields,
         }
@@ -145,26 +150,75 @@ impl RawHead {
     /// The fields as an `http` map.
     pub fn header_map(&self, head: &[u8]) -> Result<HeaderMap, HttpError> {
         let mut map = HeaderMap::with_capacity(self.fields as usize);
-        for (name, value) in self.fields(head) {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| HttpError::bad("invalid field name"))?;
+        for (name, value) in self.raw_fields(head) {
+            let name =
+                HeaderName::from_bytes(name).map_err(|_| HttpError::bad("invalid field name"))?;
             let value = HeaderValue::from_bytes(value)
                 .map_err(|_| HttpError::bad("invalid field value"))?;
             map.append(name, value);
         }
         Ok(map)
     }
+
+    /// Fills an `http` request's method, target and fields from one copy of the head:
+    /// the target and every value are slices of it, not copies of their own. (In place:
+    /// the `http` types are large, and moving them around costs.)
+    pub(crate) fn fill_http<B>(
+        &self,
+        head: &[u8],
+        req: &mut http::Request<B>,
+    ) -> Result<(), HttpError> {
+        *req.method_mut() =
+            Method::from_bytes(&head[self.method_start as usize..][..self.method_len as usize])
+                .map_err(|_| HttpError::bad("bad method"))?;
+        *req.version_mut() = self.version;
+        let shared = Bytes::copy_from_slice(&head[..self.len]);
+        let t = self.target_start as usize;
+        *req.uri_mut() = Uri::from_maybe_shared(shared.slice(t..t + self.target_len as usize))
+            .map_err(|_| HttpError::bad("bad target"))?;
+        let map = req.headers_mut();
+        map.reserve(self.fields as usize);
+        let base = head.as_ptr() as usize;
+        for (name, value) in self.raw_fields(head) {
+            let name =
+                HeaderName::from_bytes(name).map_err(|_| HttpError::bad("invalid field name"))?;
+            let at = value.as_ptr() as usize - base;
+            let value = shared.slice(at..at + value.len());
+            // SAFETY (the http crate's contract, not memory safety): httparse admitted
+            // exactly the bytes a HeaderValue may hold (HTAB, SP to `~`, 0x80 and up);
+            // debug builds check again.
+            let value = unsafe { HeaderValue::from_maybe_shared_unchecked(value) };
+            map.append(name, value);
+        }
+        Ok(())
+    }
 }
 
 /// The field lines of a scanned head (see [`RawHead::fields`]).
 #[derive(Debug, Clone)]
-pub struct Fields<'a> {
+pub struct Fields<'a>(RawFields<'a>);
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = (&'a str, &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(|(n, v)| (as_str(n), v))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+
+/// The field lines as byte strings.
+#[derive(Debug, Clone)]
+pub(crate) struct RawFields<'a> {
     rest: &'a [u8],
     left: u16,
 }
 
-impl<'a> Iterator for Fields<'a> {
-    type Item = (&'a str, &'a [u8]);
+impl<'a> Iterator for RawFields<'a> {
+    type Item = (&'a [u8], &'a [u8]);
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.left == 0 {
@@ -178,7 +232,7 @@ impl<'a> Iterator for Fields<'a> {
         self.rest = &self.rest[nl + 1..];
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let colon = line.iter().position(|&b| b == b':')?;
-        Some((as_str(&line[..colon]), trim_ows(&line[colon + 1..])))
+        Some((&line[..colon], trim_ows(&line[colon + 1..])))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {

@@ -49,6 +49,7 @@ pub mod files;
 mod framing;
 mod handler;
 pub mod head;
+mod header_maps;
 mod input;
 mod log;
 mod mime;

@@ -170,13 +170,15 @@ impl<'a> Responder<'a> {
         self.slot.info.close || self.slot.ctx.down.get()
     }
 
-    /// Writes a whole `http` response.
+    /// Writes a whole `http` response. Its field map is kept by the core for the next
+    /// request's.
     pub fn send(self, resp: Response<Body>) -> Written {
         let (parts, body) = resp.into_parts();
         let mut head = self.status(parts.status);
         for (name, value) in parts.headers.iter() {
             head = head.header(name, value);
         }
+        crate::header_maps::give(parts.headers);
         head.body(body)
     }
 }

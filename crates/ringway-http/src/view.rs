@@ -110,8 +110,9 @@ impl<'a> RequestView<'a> {
 
     /// The value of the first field named `name` (compared without regard to case).
     pub fn header(&self, name: &str) -> Option<&'a [u8]> {
-        self.headers()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        self.raw
+            .raw_fields(self.head)
+            .find(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
             .map(|(_, v)| v)
     }
 
@@ -141,19 +142,18 @@ impl<'a> RequestView<'a> {
         }
     }
 
-    /// The request as `http` types (copies the target, builds the field map).
+    /// The request as `http` types (one copy of the head, which the target and the
+    /// field values share; a field map reused from an earlier response, if the core has
+    /// one).
     pub fn into_http(self) -> Result<Request<Body>, HttpError> {
-        let head = self.raw.to_head(self.head)?;
         let body = match self.body {
             ViewBody::Whole([]) => Body::empty(),
             ViewBody::Whole(b) => Body::full(Bytes::copy_from_slice(b)),
             ViewBody::Streamed(b) => b,
         };
         let mut req = Request::new(body);
-        *req.method_mut() = head.method;
-        *req.uri_mut() = head.uri;
-        *req.version_mut() = head.version;
-        *req.headers_mut() = head.headers;
+        *req.headers_mut() = crate::header_maps::take();
+        self.raw.fill_http(self.head, &mut req)?;
         Ok(req)
     }
 }

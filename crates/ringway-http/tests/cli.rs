@@ -50,6 +50,18 @@ fn serve(args: &[&str]) -> Served {
     }
 }
 
+impl Drop for Served {
+    /// A test that fails halfway must not leave its server running.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            // SAFETY: kill has no memory preconditions; the pid is our own child, not
+            // yet waited for.
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGKILL) };
+            let _ = self.child.wait();
+        }
+    }
+}
+
 fn get(addr: &str, req: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -67,9 +79,16 @@ fn stop(mut s: Served) -> (String, String) {
     assert_eq!(r, 0);
     let mut rest = String::new();
     s.stdout.read_to_string(&mut rest).unwrap();
-    let out = s.child.wait_with_output().unwrap();
-    assert!(out.status.success(), "exit status {:?}", out.status);
-    (String::from_utf8_lossy(&out.stderr).into_owned(), rest)
+    let mut err = String::new();
+    s.child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = s.child.wait().unwrap();
+    assert!(status.success(), "exit status {status:?}");
+    (err, rest)
 }
 
 #[test]
