@@ -86,7 +86,16 @@ start() {
   wait_port "$PORT"
 }
 
-stop() { kill -INT "$SPID" 2>/dev/null || true; wait "$SPID" 2>/dev/null || true; }
+# stop: SIGINT (ringway drains), SIGKILL after 3 s (a server that ignores SIGINT).
+stop() {
+  kill -INT "$SPID" 2>/dev/null || true
+  for _ in $(seq 1 30); do
+    kill -0 "$SPID" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "$SPID" 2>/dev/null || true
+  wait "$SPID" 2>/dev/null || true
+}
 
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 

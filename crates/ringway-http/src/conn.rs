@@ -77,7 +77,9 @@ pub(crate) struct Conn<T: Transport, H: ViewHandler> {
     watch: Watch,
     log: Option<Rc<CoreLog>>,
     served: u64,
-    peer: Option<SocketAddr>,
+    /// The start of this connection's access log lines (the peer's address, then
+    /// ` - - [`), formatted once; empty without a log.
+    log_host: Box<[u8]>,
     decoder: RequestDecoder,
     timer: Deadline,
     /// For splicing file bodies to the socket; made at the first one.
@@ -93,6 +95,11 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         log: Option<Rc<CoreLog>>,
         peer: Option<SocketAddr>,
     ) -> Self {
+        let log_host = match (&log, peer) {
+            (None, _) => Box::default(),
+            (Some(_), Some(p)) => format!("{} - - [", p.ip()).into_bytes().into_boxed_slice(),
+            (Some(_), None) => Box::from(&b"- - - ["[..]),
+        };
         let timer = Deadline::new(shared.tick);
         Conn {
             t,
@@ -103,7 +110,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             watch,
             log,
             served: 0,
-            peer,
+            log_host,
             decoder: RequestDecoder::new(),
             timer,
             pipe: None,
@@ -260,7 +267,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                     raw.version,
                 )
             };
-            log.line(self.peer, Some(req), written.status, sent);
+            log.line(&self.log_host, Some(req), written.status, sent);
         }
         if headbuf.is_none() {
             self.input.consume(raw.len + whole.unwrap_or(0));
@@ -515,7 +522,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         let out = self.out.get_or_insert_with(PooledBuf::take);
         encode_error(out, e.status(), &self.watch.response_context().prefix);
         if let Some(log) = &self.log {
-            log.line(self.peer, None, e.status(), 0);
+            log.line(&self.log_host, None, e.status(), 0);
         }
     }
 

@@ -14,7 +14,6 @@
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
 use std::io::Write;
-use std::net::{IpAddr, SocketAddr};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
@@ -177,37 +176,21 @@ impl CoreLog {
     }
 
     /// Appends one line: `host - - [date] "METHOD target VERSION" status bytes`
-    /// (`"-"` for a request that could not be parsed, `-` for no body bytes).
-    pub fn line(
-        &self,
-        peer: Option<SocketAddr>,
-        req: Option<(&str, &str, Version)>,
-        status: u16,
-        bytes: u64,
-    ) {
+    /// (`"-"` for a request that could not be parsed, `-` for no body bytes). `start` is
+    /// `host - - [` for the connection's peer, formatted once per connection.
+    pub fn line(&self, start: &[u8], req: Option<(&str, &str, Version)>, status: u16, bytes: u64) {
         let mut b = self.buf.borrow_mut();
-        match peer.map(|p| p.ip()) {
-            Some(IpAddr::V4(ip)) => {
-                for (i, o) in ip.octets().iter().enumerate() {
-                    if i > 0 {
-                        b.push(b'.');
-                    }
-                    push_dec(&mut b, u64::from(*o));
-                }
-            }
-            Some(ip) => {
-                let _ = write!(b, "{ip}");
-            }
-            None => b.push(b'-'),
-        }
-        b.extend_from_slice(b" - - [");
+        let (method, target) =
+            req.map_or((&[][..], &[][..]), |(m, t, _)| (m.as_bytes(), t.as_bytes()));
+        b.reserve(start.len() + method.len() + target.len() + 80);
+        b.extend_from_slice(start);
         with_log_date(|d| b.extend_from_slice(d));
         match req {
-            Some((method, target, version)) => {
+            Some((_, _, version)) => {
                 b.extend_from_slice(b"] \"");
-                b.extend_from_slice(method.as_bytes());
+                b.extend_from_slice(method);
                 b.push(b' ');
-                push_escaped(&mut b, target.as_bytes());
+                push_escaped(&mut b, target);
                 b.extend_from_slice(match version {
                     Version::HTTP_10 => b" HTTP/1.0\" ",
                     _ => b" HTTP/1.1\" ",
@@ -215,14 +198,20 @@ impl CoreLog {
             }
             None => b.extend_from_slice(b"] \"-\" "),
         }
-        push_dec(&mut b, u64::from(status));
-        b.push(b' ');
+        // A status is three digits.
+        let s = status.min(999);
+        b.extend_from_slice(&[
+            b'0' + (s / 100) as u8,
+            b'0' + (s / 10 % 10) as u8,
+            b'0' + (s % 10) as u8,
+            b' ',
+        ]);
         if bytes == 0 {
-            b.push(b'-');
+            b.extend_from_slice(b"-\n");
         } else {
             push_dec(&mut b, bytes);
+            b.push(b'\n');
         }
-        b.push(b'\n');
         let first = self.lines.get() == 0;
         self.lines.set(self.lines.get() + 1);
         let full = b.len() >= HANDOFF_AT;
@@ -275,7 +264,8 @@ fn push_dec(out: &mut Vec<u8>, n: u64) {
 /// that the quoted request field of the line cannot be broken by what a client sent.
 /// A target holds only visible ASCII (the scanner checked), so nothing else needs it.
 fn push_escaped(out: &mut Vec<u8>, target: &[u8]) {
-    if !target.iter().any(|&b| b == b'"' || b == b'\\') {
+    // Two memchr scans: cheaper than one byte loop testing both.
+    if !target.contains(&b'"') && !target.contains(&b'\\') {
         out.extend_from_slice(target);
         return;
     }
@@ -311,14 +301,13 @@ mod tests {
         let stats = Arc::new(Stats::default());
         let log = AccessLog::start(Box::new(sink.clone()), stats.clone()).unwrap();
         let core = CoreLog::new(log.clone());
-        let peer: SocketAddr = "10.0.0.200:5".parse().unwrap();
         core.line(
-            Some(peer),
+            b"10.0.0.200 - - [",
             Some(("GET", "/a\"b", Version::HTTP_11)),
             200,
             13,
         );
-        core.line(None, None, 400, 0);
+        core.line(b"- - - [", None, 400, 0);
         core.hand_over();
         log.close(Duration::from_secs(5));
         let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
@@ -353,7 +342,7 @@ mod tests {
         let core = CoreLog::new(log.clone());
         let batches = QUEUED as u64 + 5;
         for _ in 0..batches {
-            core.line(None, Some(("GET", "/", Version::HTTP_11)), 200, 1);
+            core.line(b"- - - [", Some(("GET", "/", Version::HTTP_11)), 200, 1);
             core.hand_over();
         }
         // One batch is in the sink's hands, QUEUED wait, the rest were dropped.
