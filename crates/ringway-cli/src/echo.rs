@@ -63,9 +63,11 @@ async fn echo(mut stream: TcpStream) {
     let mut rx = stream.recv_multishot();
     while let Some(chunk) = rx.next().await {
         let Ok(chunk) = chunk else { break };
-        let (res, _) = stream.write_all(chunk).await;
-        if res.is_err() {
+        // In the background: the task goes back to receiving at once; the pool buffer
+        // returns to the ring when the kernel is done with it.
+        if stream.send_all(chunk).await.is_err() {
             break;
         }
     }
+    let _ = stream.flush().await;
 }

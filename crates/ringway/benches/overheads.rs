@@ -9,6 +9,9 @@
 //!
 //! Run: `cargo bench -p ringway --bench overheads` (add `-- nop` for one group).
 
+// criterion_group! generates a public function without a doc comment.
+#![allow(missing_docs)]
+
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};

@@ -229,8 +229,7 @@ fn seccomp_child() {
         .worker_threads(1)
         .backend(Backend::Uring)
         .build()
-        .err()
-        .expect("a forced io_uring must fail under this filter");
+        .expect_err("a forced io_uring must fail under this filter");
     let msg = err.to_string();
     println!("forced io_uring refused: {msg}");
     assert!(msg.contains("io_uring") && msg.contains("EPERM"), "{msg}");
@@ -364,9 +363,7 @@ fn memlock_child(drop_cap: bool) {
         "uring",
     );
     if drop_cap {
-        let e = forced
-            .err()
-            .expect("forced io_uring must be refused with ENOMEM");
+        let e = forced.expect_err("forced io_uring must be refused with ENOMEM");
         println!("{BACKEND_LINE}forced io_uring refused: {e}");
         let msg = e.to_string();
         assert!(msg.contains("io_uring") && msg.contains("ENOMEM"), "{msg}");
@@ -428,8 +425,7 @@ fn env_bogus_child() {
     let err = Runtime::builder()
         .worker_threads(1)
         .build()
-        .err()
-        .expect("RINGWAY_BACKEND=bogus must be refused");
+        .expect_err("RINGWAY_BACKEND=bogus must be refused");
     let msg = err.to_string();
     println!("bogus backend refused: {msg}");
     assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);

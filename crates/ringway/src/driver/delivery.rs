@@ -22,7 +22,7 @@ pub(crate) struct Delivery<'a> {
 impl Delivery<'_> {
     /// Routes one completion of `id` to whoever owns the operation. `last` says the
     /// kernel will not mention `id` again.
-    pub fn deliver(&mut self, id: OpId, c: Completion, last: bool) {
+    pub(crate) fn deliver(&mut self, id: OpId, c: Completion, last: bool) {
         let Some(slot) = self.table.get_mut(id) else {
             return; // stale: dropping `c` returns any pool buffer
         };
@@ -33,10 +33,13 @@ impl Delivery<'_> {
                     // SAFETY: the kernel handed us this fd and nobody else knows it.
                     unsafe { libc::close(c.result) };
                 }
-                drop(c);
                 if last {
+                    if let Some(held) = slot.held.take() {
+                        held.finished(c.result);
+                    }
                     self.table.release(id);
                 }
+                drop(c);
             }
             SlotState::Owned => {
                 if last {

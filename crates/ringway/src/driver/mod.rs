@@ -23,7 +23,7 @@
 //! # Ownership and cancellation
 //!
 //! An operation's memory must outlive its final completion, not its future. When a future
-//! is dropped early the driver takes the buffers it owned ([`Driver::detach`]), submits
+//! is dropped early the driver takes the buffers it owned (`Driver::detach`), submits
 //! `ASYNC_CANCEL`, and frees them only at the final completion (a completion flagged
 //! `IORING_CQE_F_MORE` is not final). If that operation had produced an fd meanwhile
 //! (an accept that won the race with the cancel), the driver closes it; if it had taken
@@ -33,13 +33,13 @@ mod addr;
 mod completion;
 mod delivery;
 mod epoll;
+mod held;
 pub mod op;
 pub mod probe;
 mod starved;
 mod table;
 mod uring;
 
-use std::any::Any;
 use std::fmt;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -53,6 +53,7 @@ pub use completion::{Completion, OpId};
 pub use op::Op;
 
 use delivery::{Delivery, Sink};
+pub(crate) use held::{Held, HeldValue, Keep};
 use op::OpKind;
 use table::{Notify, OpTable, SlotState};
 
@@ -207,6 +208,15 @@ pub struct DriverStats {
 #[derive(Clone)]
 pub struct DriverWaker {
     inner: Arc<WakerInner>,
+}
+
+impl fmt::Debug for DriverWaker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DriverWaker")
+            .field("eventfd", &self.inner.fd.as_raw_fd())
+            .field("sleeping", &self.inner.sleeping.load(Ordering::Relaxed))
+            .finish()
+    }
 }
 
 struct WakerInner {
@@ -518,6 +528,53 @@ impl Driver {
     }
 
     #[inline]
+    /// Starts `op` with nobody awaiting it: `held` keeps its buffers and is told its
+    /// final result. On epoll an op that can finish at once does so here (and `held`
+    /// hears it before this returns). Returns the op's id while it is in flight.
+    ///
+    /// # Safety
+    ///
+    /// The op's pointers point into `held` (or outlive the final completion otherwise).
+    pub(crate) unsafe fn submit_detached(&mut self, op: Op, held: impl Held) -> Option<OpId> {
+        if let ActiveBackend::Epoll(e) = &mut self.backend {
+            // SAFETY: the caller's promise, for this call.
+            if let Some(c) = unsafe { e.try_at_once(&op, &self.pool) } {
+                self.stats.submitted += 1;
+                held.finished(c.result);
+                return None;
+            }
+        }
+        let id = self.table.insert_detached(op, HeldValue::new(held));
+        self.start(id);
+        self.table.get_mut(id).map(|_| id)
+    }
+
+    /// Closes `fd` once operation `after` (a detached send on it, say) has finished,
+    /// without cutting it short; at once if it has. io_uring queues a close behind it in
+    /// the ring (the kernel holds the file for an op it has taken, and the close is
+    /// prepared after any op started before it); epoll keeps the fd, and its
+    /// registration, until that op ends.
+    pub(crate) fn close_after(&mut self, fd: OwnedFd, after: Option<OpId>) {
+        let pending = after.filter(|id| self.table.get_mut(*id).is_some_and(|s| !s.done));
+        match (&mut self.backend, pending) {
+            (ActiveBackend::Uring(_), Some(_)) => {
+                let raw = fd.as_raw_fd();
+                let close = op::Close { fd: raw };
+                // The close op owns the fd from now on.
+                std::mem::forget(fd);
+                // SAFETY: a close carries no pointers.
+                let _ = unsafe { self.submit_detached(close.into(), Keep(())) };
+            }
+            (ActiveBackend::Epoll(e), Some(id)) => e.close_after(fd, id),
+            (_, None) => {
+                if let Err(e) = self.forget_fd(fd.as_raw_fd()) {
+                    tracing::warn!(fd = fd.as_raw_fd(), error = %e, "epoll refused to remove a registration");
+                }
+                drop(fd);
+            }
+        }
+    }
+
     fn start(&mut self, id: OpId) {
         self.stats.submitted += 1;
         if let ActiveBackend::Uring(u) = &mut self.backend {
@@ -571,7 +628,7 @@ impl Driver {
     /// otherwise it is cancelled and `held` (the buffers the kernel may still touch) is
     /// held until the final completion. Completions already queued are dropped: pool
     /// buffers go back, accepted fds are closed.
-    pub(crate) fn detach(&mut self, id: OpId, held: Option<Box<dyn Any>>) {
+    pub(crate) fn detach(&mut self, id: OpId, held: Option<HeldValue>) {
         let Some(slot) = self.table.get_mut(id) else {
             return;
         };

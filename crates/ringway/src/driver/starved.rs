@@ -21,12 +21,12 @@ pub(crate) struct Starved {
 
 impl Starved {
     /// Parks `id` until a buffer comes back.
-    pub fn park(&mut self, id: OpId) {
+    pub(super) fn park(&mut self, id: OpId) {
         self.parked.push_back(id);
     }
 
     /// Takes `id` out (it was cancelled); false if it was not parked.
-    pub fn forget(&mut self, id: OpId) -> bool {
+    pub(super) fn forget(&mut self, id: OpId) -> bool {
         match self.parked.iter().position(|p| *p == id) {
             Some(i) => {
                 self.parked.remove(i);
@@ -39,7 +39,7 @@ impl Starved {
     /// If a buffer came back since the last call, moves the oldest parked receives into
     /// `out`, as many as the pool has free buffers. If some stay parked,
     /// the pool's mark is set again so the next turn looks once more.
-    pub fn take_rearmable(&mut self, pool: &BufferPool, out: &mut Vec<OpId>) {
+    pub(super) fn take_rearmable(&mut self, pool: &BufferPool, out: &mut Vec<OpId>) {
         if self.parked.is_empty() || !pool.take_returned() {
             return;
         }

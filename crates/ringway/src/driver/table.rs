@@ -8,11 +8,11 @@
 //! kernel (that is the backends' scratch, which never moves), so the slots themselves
 //! may move when the table grows: one flat vector, one bounds check per lookup.
 
-use std::any::Any;
 use std::collections::VecDeque;
 use std::task::Waker;
 use std::time::Duration;
 
+use super::held::HeldValue;
 use super::op::{Nop, Op};
 use super::{Completion, OpId};
 
@@ -55,8 +55,8 @@ pub(crate) struct Slot {
     pub single: Option<Completion>,
     /// Executor face, multishot op: completions not yet taken by the stream.
     pub queue: VecDeque<Completion>,
-    /// Resources (buffers) of an orphaned operation, dropped at the final completion.
-    pub held: Option<Box<dyn Any>>,
+    /// What an orphaned operation keeps until its final completion.
+    pub held: Option<HeldValue>,
     pub cancel_requested: bool,
     /// Fails with `ETIMEDOUT` if not complete by then (relative to submission).
     pub timeout: Option<Duration>,
@@ -95,7 +95,7 @@ pub(crate) struct OpTable {
 }
 
 impl OpTable {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         OpTable {
             slots: Vec::new(),
             free: Vec::new(),
@@ -104,14 +104,14 @@ impl OpTable {
     }
 
     /// Operations in flight or not yet released.
-    pub fn live(&self) -> usize {
+    pub(crate) fn live(&self) -> usize {
         self.live
     }
 
     /// Takes a free slot for `op`, whose completions go to the low-level face's sink
     /// with `token`.
     #[inline]
-    pub fn insert_token(&mut self, op: Op, token: u64, timeout: Option<Duration>) -> OpId {
+    pub(crate) fn insert_token(&mut self, op: Op, token: u64, timeout: Option<Duration>) -> OpId {
         let id = self.take(op, timeout);
         self.slots[id.index as usize].notify = Notify::Token(token);
         id
@@ -121,7 +121,7 @@ impl OpTable {
     /// separately ([`register_waker`](Self::register_waker)), after the op has started:
     /// an op that completes while its own task is being polled must not wake it.
     #[inline]
-    pub fn insert_for_waker(&mut self, op: Op, timeout: Option<Duration>) -> OpId {
+    pub(crate) fn insert_for_waker(&mut self, op: Op, timeout: Option<Duration>) -> OpId {
         let id = self.take(op, timeout);
         let notify = &mut self.slots[id.index as usize].notify;
         if !matches!(notify, Notify::Waker(_)) {
@@ -157,12 +157,23 @@ impl OpTable {
     /// waker when freed, and the same task usually takes the same slot again (the free
     /// list is last-in first-out): then nothing is cloned.
     #[inline]
-    pub fn register_waker(slot: &mut Slot, waker: &Waker) {
+    pub(crate) fn register_waker(slot: &mut Slot, waker: &Waker) {
         slot.armed = true;
         match &mut slot.notify {
             Notify::Waker(Some(w)) if w.will_wake(waker) => {}
             notify => *notify = Notify::Waker(Some(waker.clone())),
         }
+    }
+
+    /// Takes a free slot for `op`, already orphaned: nobody awaits it, `held` keeps its
+    /// resources and hears its result.
+    #[inline]
+    pub(crate) fn insert_detached(&mut self, op: Op, held: HeldValue) -> OpId {
+        let id = self.take(op, None);
+        let slot = &mut self.slots[id.index as usize];
+        slot.state = SlotState::Orphaned;
+        slot.held = Some(held);
+        id
     }
 
     /// Adds a slot and returns its index.
@@ -174,14 +185,14 @@ impl OpTable {
 
     /// The slot of a live operation, or `None` if `id` is stale.
     #[inline]
-    pub fn get_mut(&mut self, id: OpId) -> Option<&mut Slot> {
+    pub(crate) fn get_mut(&mut self, id: OpId) -> Option<&mut Slot> {
         let slot = self.slots.get_mut(id.index as usize)?;
         (slot.gen == id.gen && slot.state != SlotState::Free).then_some(slot)
     }
 
     /// Frees a slot; its resources are dropped.
     #[inline]
-    pub fn release(&mut self, id: OpId) {
+    pub(crate) fn release(&mut self, id: OpId) {
         if let Some(slot) = self.get_mut(id) {
             slot.state = SlotState::Free;
             // A waker stays (see `register_waker`); it is not woken while the slot is
@@ -197,7 +208,7 @@ impl OpTable {
     }
 
     /// Ids of every live operation (used at shutdown).
-    pub fn live_ids(&self) -> Vec<OpId> {
+    pub(crate) fn live_ids(&self) -> Vec<OpId> {
         self.slots
             .iter()
             .enumerate()

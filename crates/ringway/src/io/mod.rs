@@ -4,7 +4,7 @@
 //! the first poll submits, later polls wait for the final completion. Dropping it early
 //! hands the owned buffers to the driver and cancels, so the kernel never writes into
 //! freed memory. [`OpFuture::cancel`] cancels but keeps the future, whose output then
-//! carries the buffer back. [`MultiShot`] is the same for operations with many
+//! carries the buffer back. `MultiShot` is the same for operations with many
 //! completions (multishot accept and receive).
 
 pub mod ops;
@@ -12,17 +12,17 @@ mod pipe;
 
 pub use pipe::Pipe;
 
-use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::driver::{Completion, Op, OpId, Submitted};
+use crate::driver::{Completion, HeldValue, Keep, Op, OpId, Submitted};
 use crate::runtime::context::{try_with_driver, with_driver};
 
 /// An operation with the resources it owns.
 pub trait Operation: Unpin + 'static {
+    /// What the future of this operation returns.
     type Output;
     /// The driver op. Called once, just before submission; pointers it holds point into
     /// `self`'s heap buffers, which stay put when `self` moves.
@@ -41,6 +41,15 @@ pub struct OpFuture<T: Operation> {
     state: Option<T>,
     id: Option<OpId>,
     cancel_before_start: bool,
+}
+
+impl<T: Operation> std::fmt::Debug for OpFuture<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpFuture")
+            .field("submitted", &self.id.is_some())
+            .field("finished", &self.state.is_none())
+            .finish()
+    }
 }
 
 impl<T: Operation> OpFuture<T> {
@@ -112,7 +121,7 @@ impl<T: Operation> Future for OpFuture<T> {
 impl<T: Operation> Drop for OpFuture<T> {
     fn drop(&mut self) {
         let Some(id) = self.id.take() else { return };
-        let mut keep = self.state.take().map(|s| Box::new(s) as Box<dyn Any>);
+        let mut keep = self.state.take().map(|s| HeldValue::new(Keep(s)));
         let handed = try_with_driver(|d| d.detach(id, keep.take()));
         if handed.is_none() {
             // No driver to give the buffers to (dropped outside the runtime): the kernel
@@ -129,7 +138,7 @@ pub(crate) struct MultiShot {
 }
 
 impl MultiShot {
-    pub fn new(op: Op) -> Self {
+    pub(crate) fn new(op: Op) -> Self {
         debug_assert!(op.is_multishot());
         MultiShot { op, id: None }
     }
@@ -138,7 +147,7 @@ impl MultiShot {
     /// call starts the operation again (a listener's accept stream resumes after an
     /// error, for example); callers decide whether to.
     #[inline]
-    pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Completion>> {
+    pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Completion>> {
         let id = match self.id {
             Some(id) => id,
             None => {

@@ -161,6 +161,7 @@ impl<B: IoBuf + Unpin> Operation for SendTo<B> {
 }
 
 /// Accept one connection.
+#[derive(Debug)]
 pub struct Accept {
     pub(crate) fd: RawFd,
 }
@@ -179,6 +180,7 @@ impl Operation for Accept {
 }
 
 /// Connect a socket, optionally with a (linked) timeout.
+#[derive(Debug)]
 pub struct Connect {
     pub(crate) fd: RawFd,
     pub(crate) addr: RawAddr,
@@ -203,6 +205,7 @@ impl Operation for Connect {
 }
 
 /// Receive once into a pool buffer.
+#[derive(Debug)]
 pub struct RecvPoolOnce {
     pub(crate) fd: RawFd,
 }
@@ -219,6 +222,7 @@ impl Operation for RecvPoolOnce {
 }
 
 /// Open a file.
+#[derive(Debug)]
 pub struct Open {
     pub(crate) path: CString,
     pub(crate) flags: i32,
@@ -243,6 +247,7 @@ impl Operation for Open {
 }
 
 /// An op whose only output is its result (fsync, shutdown, nop).
+#[derive(Debug)]
 pub struct ResultOnly(pub(crate) Op);
 
 impl Operation for ResultOnly {
@@ -279,5 +284,56 @@ impl Operation for Splice {
     }
     fn complete(self, c: Completion) -> Self::Output {
         c.io_result()
+    }
+}
+
+impl<B> std::fmt::Debug for Read<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Read")
+            .field("fd", &self.fd)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B> std::fmt::Debug for Write<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Write")
+            .field("fd", &self.fd)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B> std::fmt::Debug for WriteVectored<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteVectored")
+            .field("fd", &self.fd)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B> std::fmt::Debug for RecvFrom<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecvFrom")
+            .field("fd", &self.fd)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B> std::fmt::Debug for SendTo<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SendTo")
+            .field("fd", &self.fd)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Splice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Splice")
+            .field("fd_in", &self.fd_in)
+            .field("off_in", &self.off_in)
+            .field("fd_out", &self.fd_out)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
     }
 }

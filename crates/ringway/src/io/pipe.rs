@@ -1,19 +1,4 @@
-//! [`Pipe`]: a kernel pipe for zero-copy transfers with `splice`.
-//!
-//! Sending a file over a socket normally copies every byte twice through user space
-//! (read into a buffer, send from it). `splice` moves page references instead: file ->
-//! pipe -> socket, with no copy into the process. A pipe is the kernel's only handle for
-//! that, so a sender keeps one (per connection or per core) and pushes a file through it
-//! in pipe-sized chunks (64 KiB by default): [`Pipe::splice_from_file`], then
-//! [`Pipe::splice_to`] until what went in has come out.
-//!
-//! On io_uring both ends are blocking fds (the kernel runs a splice in a worker). That
-//! worker holds the pipe's lock while it waits for room in a socket, so closing the pipe
-//! then would block the core until the peer reads: each splice holds the pipe's fds,
-//! which are closed only after the last splice's final completion, even if its future
-//! was dropped (a connection timed out mid-send). On epoll both ends are non-blocking,
-//! and a splice into a full pipe or socket waits for the output to become writable like
-//! a send does.
+//! [`Pipe`]: a kernel pipe for zero-copy transfers with `splice` (see its docs).
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -24,7 +9,22 @@ use crate::io::ops::Splice;
 use crate::io::OpFuture;
 use crate::runtime::context::with_driver;
 
-/// A pipe owned by the current core. See the [module docs](self).
+/// A kernel pipe owned by the current core, for zero-copy transfers with `splice`.
+///
+/// Sending a file over a socket normally copies every byte twice through user space
+/// (read into a buffer, send from it). `splice` moves page references instead: file ->
+/// pipe -> socket, with no copy into the process. A pipe is the kernel's only handle for
+/// that, so a sender keeps one (per connection or per core) and pushes a file through it
+/// in pipe-sized chunks (64 KiB by default): [`Pipe::splice_from_file`], then
+/// [`Pipe::splice_to`] until what went in has come out.
+///
+/// On io_uring both ends are blocking fds (the kernel runs a splice in a worker). That
+/// worker holds the pipe's lock while it waits for room in a socket, so closing the pipe
+/// then would block the core until the peer reads: each splice holds the pipe's fds,
+/// which are closed only after the last splice's final completion, even if its future
+/// was dropped (a connection timed out mid-send). On epoll both ends are non-blocking,
+/// and a splice into a full pipe or socket waits for the output to become writable like
+/// a send does.
 #[derive(Debug)]
 pub struct Pipe {
     fds: Rc<Ends>,

@@ -5,22 +5,26 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::task::{Context, Poll};
 
+use super::background::{Background, Flush, SendAllFuture};
 use crate::buf::{IoBuf, IoBufMut, PoolBuf, Slice};
 use crate::driver::op::RecvMulti;
 use crate::driver::RawAddr;
 use crate::io::ops::{self, Read, RecvPoolOnce, Write, WriteVectored};
 use crate::io::{MultiShot, OpFuture};
-use crate::runtime::context::with_driver;
+use crate::runtime::context::{try_with_driver, with_driver};
 
-/// An owned socket fd, closed on drop (after the driver forgets it).
+/// An owned socket fd, closed on drop (after the driver forgets it, and after its
+/// background send, if one is in flight).
 #[derive(Debug)]
 pub(crate) struct Socket {
     fd: Option<OwnedFd>,
+    /// Made at the first `send_all`.
+    background: std::sync::OnceLock<std::sync::Arc<Background>>,
 }
 
 impl Socket {
     /// A new socket with the flags the current backend wants.
-    pub fn new(domain: i32, ty: i32) -> io::Result<Socket> {
+    pub(super) fn new(domain: i32, ty: i32) -> io::Result<Socket> {
         let flags = with_driver(|d| d.socket_flags());
         // SAFETY: socket() takes no pointers; the result is checked.
         let fd = unsafe { libc::socket(domain, ty | flags, 0) };
@@ -31,12 +35,15 @@ impl Socket {
         Ok(Socket::from_fd(unsafe { OwnedFd::from_raw_fd(fd) }))
     }
 
-    pub fn from_fd(fd: OwnedFd) -> Socket {
-        Socket { fd: Some(fd) }
+    pub(super) fn from_fd(fd: OwnedFd) -> Socket {
+        Socket {
+            fd: Some(fd),
+            background: std::sync::OnceLock::new(),
+        }
     }
 
     /// Adopts a socket made elsewhere (std), setting the blocking mode the backend wants.
-    pub fn adopt(fd: OwnedFd) -> io::Result<Socket> {
+    pub(super) fn adopt(fd: OwnedFd) -> io::Result<Socket> {
         let nonblocking = with_driver(|d| d.socket_flags()) & libc::SOCK_NONBLOCK != 0;
         let raw = fd.as_raw_fd();
         // SAFETY: fcntl on an fd we own; no pointers.
@@ -57,11 +64,11 @@ impl Socket {
         Ok(Socket::from_fd(fd))
     }
 
-    pub fn fd(&self) -> RawFd {
+    pub(super) fn fd(&self) -> RawFd {
         self.fd.as_ref().expect("socket is open").as_raw_fd()
     }
 
-    pub fn setsockopt<T>(&self, level: i32, name: i32, value: T) -> io::Result<()> {
+    pub(super) fn setsockopt<T>(&self, level: i32, name: i32, value: T) -> io::Result<()> {
         // SAFETY: passes a pointer to a live T with its size.
         let r = unsafe {
             libc::setsockopt(
@@ -79,7 +86,7 @@ impl Socket {
         }
     }
 
-    pub fn getsockopt_int(&self, level: i32, name: i32) -> io::Result<i32> {
+    pub(super) fn getsockopt_int(&self, level: i32, name: i32) -> io::Result<i32> {
         let mut v: libc::c_int = 0;
         let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
         // SAFETY: v and len are live and sized for the call.
@@ -99,7 +106,7 @@ impl Socket {
         }
     }
 
-    pub fn bind(&self, addr: &RawAddr) -> io::Result<()> {
+    pub(super) fn bind(&self, addr: &RawAddr) -> io::Result<()> {
         let (p, l) = addr.as_ptr();
         // SAFETY: p points to a live sockaddr of length l.
         if unsafe { libc::bind(self.fd(), p, l) } < 0 {
@@ -108,7 +115,7 @@ impl Socket {
         Ok(())
     }
 
-    pub fn listen(&self, backlog: i32) -> io::Result<()> {
+    pub(super) fn listen(&self, backlog: i32) -> io::Result<()> {
         // SAFETY: no pointers.
         if unsafe { libc::listen(self.fd(), backlog) } < 0 {
             return Err(io::Error::last_os_error());
@@ -133,15 +140,15 @@ impl Socket {
         Ok(a)
     }
 
-    pub fn local_addr(&self) -> io::Result<RawAddr> {
+    pub(super) fn local_addr(&self) -> io::Result<RawAddr> {
         self.name(false)
     }
 
-    pub fn peer_addr(&self) -> io::Result<RawAddr> {
+    pub(super) fn peer_addr(&self) -> io::Result<RawAddr> {
         self.name(true)
     }
 
-    pub fn shutdown(&self, how: std::net::Shutdown) -> io::Result<()> {
+    pub(super) fn shutdown(&self, how: std::net::Shutdown) -> io::Result<()> {
         let how = match how {
             std::net::Shutdown::Read => libc::SHUT_RD,
             std::net::Shutdown::Write => libc::SHUT_WR,
@@ -154,7 +161,7 @@ impl Socket {
         Ok(())
     }
 
-    pub fn read<B: IoBufMut + Unpin>(&self, buf: B) -> OpFuture<Read<B>> {
+    pub(super) fn read<B: IoBufMut + Unpin>(&self, buf: B) -> OpFuture<Read<B>> {
         OpFuture::new(Read {
             fd: self.fd(),
             buf,
@@ -162,7 +169,7 @@ impl Socket {
         })
     }
 
-    pub fn write<B: IoBuf + Unpin>(&self, buf: B) -> OpFuture<Write<B>> {
+    pub(super) fn write<B: IoBuf + Unpin>(&self, buf: B) -> OpFuture<Write<B>> {
         OpFuture::new(Write {
             fd: self.fd(),
             buf,
@@ -170,11 +177,26 @@ impl Socket {
         })
     }
 
-    pub fn write_all<B: IoBuf + Unpin>(&self, buf: B) -> WriteAll<'_, B> {
+    pub(super) fn write_all<B: IoBuf + Unpin>(&self, buf: B) -> WriteAll<'_, B> {
         WriteAll::new(self.fd(), buf)
     }
 
-    pub fn write_vectored<B: IoBuf + Unpin>(&self, bufs: Vec<B>) -> OpFuture<WriteVectored<B>> {
+    pub(super) fn send_all<B: IoBuf + Unpin + 'static>(&self, buf: B) -> SendAllFuture<'_, B> {
+        SendAllFuture::new(self.fd(), self.background(), buf)
+    }
+
+    pub(super) fn flush(&self) -> Flush<'_> {
+        Flush::new(self.background())
+    }
+
+    fn background(&self) -> &std::sync::Arc<Background> {
+        self.background.get_or_init(Default::default)
+    }
+
+    pub(super) fn write_vectored<B: IoBuf + Unpin>(
+        &self,
+        bufs: Vec<B>,
+    ) -> OpFuture<WriteVectored<B>> {
         OpFuture::new(WriteVectored {
             fd: self.fd(),
             iov: Vec::with_capacity(bufs.len()),
@@ -182,18 +204,18 @@ impl Socket {
         })
     }
 
-    pub fn recv_pool(&self) -> OpFuture<RecvPoolOnce> {
+    pub(super) fn recv_pool(&self) -> OpFuture<RecvPoolOnce> {
         OpFuture::new(RecvPoolOnce { fd: self.fd() })
     }
 
-    pub fn recv_multishot(&self) -> RecvStream {
+    pub(super) fn recv_multishot(&self) -> RecvStream {
         RecvStream {
             shot: MultiShot::new(RecvMulti { fd: self.fd() }.into()),
             done: false,
         }
     }
 
-    pub fn connect_op(
+    pub(super) fn connect_op(
         &self,
         addr: RawAddr,
         timeout: Option<std::time::Duration>,
@@ -208,10 +230,21 @@ impl Socket {
 
 impl Drop for Socket {
     fn drop(&mut self) {
-        if let Some(fd) = self.fd.take() {
-            crate::io::forget_fd(fd.as_raw_fd());
-            drop(fd);
+        let Some(fd) = self.fd.take() else { return };
+        let sending = self.background.get().and_then(|b| b.in_flight());
+        if sending.is_some() {
+            // Closed by the driver once the background send has ended; outside a
+            // runtime (or with the driver busy) there is no driver to ask.
+            let mut fd = Some(fd);
+            try_with_driver(|d| d.close_after(fd.take().expect("once"), sending));
+            if let Some(fd) = fd {
+                // The send cannot be in flight without a driver: close plainly.
+                drop(fd);
+            }
+            return;
         }
+        crate::io::forget_fd(fd.as_raw_fd());
+        drop(fd);
     }
 }
 

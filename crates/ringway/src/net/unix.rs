@@ -4,6 +4,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 
+use super::background::{Flush, SendAllFuture};
 use super::socket::{ReadFuture, RecvStream, Socket, WriteAll, WriteFuture};
 use crate::buf::{IoBuf, IoBufMut};
 use crate::driver::RawAddr;
@@ -107,6 +108,45 @@ impl UnixStream {
     /// Writes all of `buf`.
     pub fn write_all<B: IoBuf + Unpin>(&mut self, buf: B) -> WriteAll<'_, B> {
         self.socket.write_all(buf)
+    }
+
+    /// Starts sending all of `buf` in the background and returns as soon as it has
+    /// started, without waiting for the kernel to finish (the driver keeps `buf` until
+    /// then and drops it after). If an earlier background send on this stream is still
+    /// in flight, waits for it first: they go out in order, one at a time. An error
+    /// from an earlier one is returned here, and from then on (the stream is broken).
+    /// [`flush`](Self::flush) waits for the send in flight. See the `net::background`
+    /// module docs for why this exists: a completion runtime otherwise pays a wake-up
+    /// and a poll per awaited send.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # ringway::start(async {
+    /// # let listener = ringway::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// # let addr = listener.local_addr().unwrap();
+    /// # ringway::spawn(async move {
+    /// #     let (mut s, _) = listener.accept().await.unwrap();
+    /// #     let (r, b) = s.read(vec![0u8; 64]).await;
+    /// #     let n = r.unwrap();
+    /// #     s.write_all(b[..n].to_vec()).await.0.unwrap();
+    /// # }).detach();
+    /// let mut stream = ringway::net::TcpStream::connect(addr).await?;
+    /// stream.send_all(b"ping".to_vec()).await?; // started; nobody waits for it
+    /// let (n, reply) = stream.read(vec![0u8; 64]).await;
+    /// assert_eq!(&reply[..n?], b"ping");
+    /// stream.flush().await?; // long done by now
+    /// # Ok::<_, std::io::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn send_all<B: IoBuf + Unpin + 'static>(&mut self, buf: B) -> SendAllFuture<'_, B> {
+        self.socket.send_all(buf)
+    }
+
+    /// Waits until the background send in flight (from [`send_all`](Self::send_all)),
+    /// if any, has finished; returns the error that broke the stream, if one did.
+    pub fn flush(&mut self) -> Flush<'_> {
+        self.socket.flush()
     }
 
     /// Writes several buffers in one `sendmsg`.

@@ -10,7 +10,7 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use super::core::Core;
+use super::core_loop::Core;
 use crate::driver::Driver;
 use crate::time::Timers;
 
@@ -71,7 +71,7 @@ pub(crate) struct Enter {
 }
 
 impl Enter {
-    pub fn new(core: Rc<Core>) -> Enter {
+    pub(crate) fn new(core: Rc<Core>) -> Enter {
         let prev = CURRENT.with(|c| c.replace(Rc::as_ptr(&core)));
         Enter { prev, _core: core }
     }

@@ -10,7 +10,7 @@
 
 mod blocking;
 pub(crate) mod context;
-mod core;
+mod core_loop;
 mod task;
 
 use std::future::Future;
@@ -24,7 +24,7 @@ use std::time::Duration;
 pub use blocking::spawn_blocking;
 pub use task::{JoinError, JoinHandle};
 
-use self::core::{Core, CoreShared, Remote};
+use self::core_loop::{Core, CoreShared, Remote};
 use self::task::{JoinState, TaskHeader};
 use crate::driver::{Backend, BackendInfo, Driver, DriverConfig, DriverStats};
 
@@ -163,11 +163,13 @@ impl Builder {
             shareds.push(shared);
             threads.push(t);
         }
+        let cores: Arc<[Arc<CoreShared>]> = shareds.into();
+        for c in cores.iter() {
+            let _ = c.runtime.set(Arc::downgrade(&cores));
+        }
         Ok(Runtime {
             core0,
-            handle: Handle {
-                cores: shareds.into(),
-            },
+            handle: Handle { cores },
             info,
             threads,
         })
@@ -195,6 +197,15 @@ pub struct Runtime {
     handle: Handle,
     info: BackendInfo,
     threads: Vec<thread::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("cores", &self.cores())
+            .field("backend", &self.info)
+            .finish()
+    }
 }
 
 impl Runtime {
@@ -249,7 +260,45 @@ pub struct Handle {
     cores: Arc<[Arc<CoreShared>]>,
 }
 
+impl std::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handle")
+            .field("cores", &self.cores())
+            .finish()
+    }
+}
+
 impl Handle {
+    /// The handle of the runtime whose core this thread runs (inside `block_on`, a
+    /// task, or `#[ringway::main]`).
+    ///
+    /// # Panics
+    ///
+    /// Outside a runtime, or while the runtime is being dropped; see
+    /// [`try_current`](Self::try_current).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// #[ringway::main(threads = 2)]
+    /// async fn main() {
+    ///     let handle = ringway::Handle::current();
+    ///     let core = handle.spawn_on(1, || async { ringway::runtime::current_core() });
+    ///     assert_eq!(core.await.unwrap(), 1);
+    /// }
+    /// ```
+    pub fn current() -> Handle {
+        Handle::try_current()
+            .expect("Handle::current: no ringway runtime on this thread (or it is being dropped)")
+    }
+
+    /// The handle of the current thread's runtime, if there is one.
+    pub fn try_current() -> Option<Handle> {
+        context::try_with_core(|c| c.shared.runtime.get().and_then(std::sync::Weak::upgrade))
+            .flatten()
+            .map(|cores| Handle { cores })
+    }
+
     /// Number of cores.
     pub fn cores(&self) -> usize {
         self.cores.len()

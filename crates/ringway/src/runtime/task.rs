@@ -36,7 +36,7 @@ pub(crate) struct TaskHeader {
 }
 
 impl TaskHeader {
-    pub fn new(scheduler: Arc<dyn Schedule>) -> Arc<Self> {
+    pub(crate) fn new(scheduler: Arc<dyn Schedule>) -> Arc<Self> {
         Arc::new(TaskHeader {
             scheduler,
             key: AtomicUsize::new(usize::MAX),
@@ -119,7 +119,7 @@ struct JoinSlot<T> {
 }
 
 impl<T> JoinState<T> {
-    pub fn new() -> Arc<Self> {
+    pub(crate) fn new() -> Arc<Self> {
         Arc::new(JoinState {
             slot: Mutex::new(JoinSlot {
                 result: None,
@@ -130,7 +130,7 @@ impl<T> JoinState<T> {
     }
 
     /// Stores the outcome (the first one wins) and wakes the handle.
-    pub fn finish(&self, r: Result<T, JoinError>) {
+    pub(crate) fn finish(&self, r: Result<T, JoinError>) {
         let waker = {
             let mut s = self.slot.lock().unwrap_or_else(|e| e.into_inner());
             if s.finished {
@@ -239,7 +239,7 @@ pub(crate) struct TaskFuture<F: Future> {
 }
 
 impl<F: Future> TaskFuture<F> {
-    pub fn new(fut: F, state: Arc<JoinState<F::Output>>) -> Self {
+    pub(super) fn new(fut: F, state: Arc<JoinState<F::Output>>) -> Self {
         TaskFuture {
             fut,
             state,

@@ -152,6 +152,14 @@ pub struct Timeout<F> {
     sleep: Sleep,
 }
 
+impl<F> std::fmt::Debug for Timeout<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Timeout")
+            .field("sleep", &self.sleep)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<F: Future> Future for Timeout<F> {
     type Output = Result<F::Output, Elapsed>;
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {

@@ -80,7 +80,7 @@ pub(crate) struct Timers {
 const MIN_DEAD_TO_COMPACT: usize = 64;
 
 impl Timers {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Timers {
             entries: Slab::new(),
             heap: BinaryHeap::new(),
@@ -95,7 +95,7 @@ impl Timers {
     }
 
     /// Registers a timer that wakes `waker` at `deadline`.
-    pub fn insert(&mut self, deadline: Instant, waker: Waker) -> TimerKey {
+    pub(crate) fn insert(&mut self, deadline: Instant, waker: Waker) -> TimerKey {
         let seq = self.next_seq();
         let index = self.entries.insert(Entry {
             deadline,
@@ -118,7 +118,7 @@ impl Timers {
     }
 
     /// Replaces the waker of a live timer; false if it has fired (or was removed).
-    pub fn update(&mut self, key: TimerKey, waker: &Waker) -> bool {
+    pub(crate) fn update(&mut self, key: TimerKey, waker: &Waker) -> bool {
         match self.entry(key) {
             Some(e) => {
                 if !e.waker.will_wake(waker) {
@@ -131,7 +131,7 @@ impl Timers {
     }
 
     /// True if the timer has neither fired nor been removed.
-    pub fn is_live(&self, key: TimerKey) -> bool {
+    pub(crate) fn is_live(&self, key: TimerKey) -> bool {
         self.entries
             .get(key.index as usize)
             .is_some_and(|e| e.seq == key.seq)
@@ -139,7 +139,7 @@ impl Timers {
 
     /// Moves a live timer to `deadline`; false if it has fired (or was removed). Later
     /// is a store; earlier pushes a new heap item (the old one dies).
-    pub fn reset(&mut self, key: TimerKey, deadline: Instant) -> bool {
+    pub(crate) fn reset(&mut self, key: TimerKey, deadline: Instant) -> bool {
         let seq = self.next_seq();
         let Some(e) = self.entry(key) else {
             return false;
@@ -160,7 +160,7 @@ impl Timers {
     }
 
     /// Removes a timer (no effect if it has fired).
-    pub fn remove(&mut self, key: TimerKey) {
+    pub(crate) fn remove(&mut self, key: TimerKey) {
         if self.entry(key).is_some() {
             self.entries.remove(key.index as usize);
             self.dead += 1;
@@ -189,7 +189,7 @@ impl Timers {
     /// that item is dead. Only items due by `now` are popped: a dead item still in the
     /// future stays until it is due or a rebuild drops it, so removing a timer never costs
     /// a pop, and at worst the driver wakes once, early, for a timer that is gone.
-    pub fn take_due(&mut self, now: Instant, due: &mut Vec<Waker>) -> Option<Instant> {
+    pub(crate) fn take_due(&mut self, now: Instant, due: &mut Vec<Waker>) -> Option<Instant> {
         loop {
             let top = self.heap.peek()?;
             let (index, seq, at) = (top.index, top.seq, top.deadline);
@@ -219,12 +219,12 @@ impl Timers {
     }
 
     /// Live timers.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
     /// No live timer.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 }

@@ -7,7 +7,7 @@ use std::io;
 /// Counts, in the kernel, how often this thread enters one syscall: a `perf_event_open`
 /// counter on the `syscalls:sys_enter_<name>` tracepoint, for the calling thread only.
 /// What the driver says about itself is not evidence; this is.
-pub struct SyscallCounter {
+pub(crate) struct SyscallCounter {
     fd: std::os::fd::OwnedFd,
     name: &'static str,
 }
@@ -20,7 +20,7 @@ const PERF_EVENT_IOC_RESET: libc::c_ulong = 0x2403;
 
 impl SyscallCounter {
     /// A counter for `name` (e.g. `io_uring_enter`), stopped and at zero.
-    pub fn new(name: &'static str) -> io::Result<Self> {
+    pub(crate) fn new(name: &'static str) -> io::Result<Self> {
         let path = format!("/sys/kernel/tracing/events/syscalls/sys_enter_{name}/id");
         let id: u64 = std::fs::read_to_string(&path)
             .map_err(|e| io::Error::new(e.kind(), format!("{path}: {e} (tracefs needed)")))?
@@ -73,13 +73,13 @@ impl SyscallCounter {
     }
 
     /// Starts counting from zero.
-    pub fn start(&self) {
+    pub(crate) fn start(&self) {
         self.ioctl(PERF_EVENT_IOC_RESET);
         self.ioctl(PERF_EVENT_IOC_ENABLE);
     }
 
     /// Stops counting and returns the count.
-    pub fn stop(&self) -> u64 {
+    pub(crate) fn stop(&self) -> u64 {
         use std::io::Read;
         self.ioctl(PERF_EVENT_IOC_DISABLE);
         let mut buf = [0u8; 8];

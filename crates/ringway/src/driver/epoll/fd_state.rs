@@ -28,7 +28,7 @@ pub(super) struct FdState {
 
 impl FdState {
     /// A new fd is presumed ready both ways: the first try finds out.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         FdState {
             registered: false,
             readable: true,
@@ -40,14 +40,14 @@ impl FdState {
         }
     }
 
-    pub fn queue(&mut self, dir: Direction) -> &mut VecDeque<OpId> {
+    pub(super) fn queue(&mut self, dir: Direction) -> &mut VecDeque<OpId> {
         match dir {
             Direction::Read => &mut self.readers,
             Direction::Write => &mut self.writers,
         }
     }
 
-    pub fn ready(&self, dir: Direction) -> bool {
+    pub(super) fn ready(&self, dir: Direction) -> bool {
         match dir {
             Direction::Read => self.readable,
             Direction::Write => self.writable,
@@ -55,7 +55,7 @@ impl FdState {
     }
 
     /// Sets a direction's readiness; a closed direction stays ready.
-    pub fn set_ready(&mut self, dir: Direction, ready: bool) {
+    pub(super) fn set_ready(&mut self, dir: Direction, ready: bool) {
         match dir {
             Direction::Read => self.readable = ready || self.read_closed,
             Direction::Write => self.writable = ready || self.write_closed,
@@ -63,7 +63,7 @@ impl FdState {
     }
 
     /// Takes in an edge from `epoll_wait`; returns which directions became ready.
-    pub fn on_event(&mut self, bits: i32) -> (bool, bool) {
+    pub(super) fn on_event(&mut self, bits: i32) -> (bool, bool) {
         let closed = libc::EPOLLHUP | libc::EPOLLERR;
         if bits & (libc::EPOLLRDHUP | closed) != 0 {
             self.read_closed = true;
@@ -83,13 +83,13 @@ impl FdState {
     }
 
     /// Takes `id` out of whichever queue holds it.
-    pub fn forget(&mut self, id: OpId) {
+    pub(super) fn forget(&mut self, id: OpId) {
         self.readers.retain(|x| *x != id);
         self.writers.retain(|x| *x != id);
     }
 
     /// Every parked operation, readers first.
-    pub fn into_parked(self) -> impl Iterator<Item = OpId> {
+    pub(super) fn into_parked(self) -> impl Iterator<Item = OpId> {
         self.readers.into_iter().chain(self.writers)
     }
 }

@@ -37,8 +37,12 @@ pub(crate) struct EpollOpState {
     pub addr: RawAddr,
     /// A non-blocking connect is under way: the next try reads its outcome.
     pub connecting: bool,
+    /// Bytes a `SendAll` has sent so far.
+    pub progress: usize,
     /// When the operation's timeout fires.
     deadline: Option<Instant>,
+    /// An fd to forget and close once this operation has ended (`close_after`).
+    close_after: Option<OwnedFd>,
 }
 
 impl EpollOpState {
@@ -46,7 +50,9 @@ impl EpollOpState {
         EpollOpState {
             addr: RawAddr::empty(),
             connecting: false,
+            progress: 0,
             deadline: None,
+            close_after: None,
         }
     }
 }
@@ -60,8 +66,11 @@ pub(crate) struct Epoll {
     deadlines: BTreeMap<(Instant, u32), OpId>,
     starved: Starved,
     rearm: Vec<OpId>,
-    /// The state handed to ops run by `try_at_once` (they read none of it).
+    /// The state handed to ops run by `try_at_once`.
     spare: EpollOpState,
+    /// Progress of a `try_at_once` that sent part of a `SendAll`: the op's next `start`
+    /// (which the driver does at once) takes it over.
+    carry: Option<usize>,
 }
 
 impl Epoll {
@@ -83,6 +92,7 @@ impl Epoll {
             starved: Starved::default(),
             rearm: Vec::new(),
             spare: EpollOpState::new(),
+            carry: None,
         })
     }
 
@@ -141,10 +151,17 @@ impl Epoll {
         if !st.registered || !st.ready(dir) || !st.queue(dir).is_empty() {
             return None;
         }
-        // SAFETY: the caller's promise; `spare` is state no op of this kind reads.
+        // `spare` holds no address (none of these ops reads one) and counts the
+        // progress of an op that keeps some from zero.
+        self.spare.progress = 0;
+        // SAFETY: the caller's promise for the op's pointers.
         match unsafe { op.attempt(&mut self.spare, pool) } {
             Attempt::Blocked => {
                 st.set_ready(dir, false);
+                // A SendAll that sent part: the slot it gets next goes on from there.
+                if self.spare.progress > 0 {
+                    self.carry = Some(self.spare.progress);
+                }
                 None
             }
             Attempt::Done { c, drained } => {
@@ -159,8 +176,11 @@ impl Epoll {
     pub(crate) fn start(&mut self, d: &mut Delivery<'_>, id: OpId) {
         let slot = d.table.get_mut(id).expect("start of a live op");
         let (op, timeout) = (slot.op, slot.timeout);
+        let carried = self.carry.take().unwrap_or(0);
         let state = self.op_state(id.index);
         state.connecting = false;
+        state.progress = carried;
+        debug_assert!(state.close_after.is_none());
         if let Some(addr) = op.input_addr() {
             // SAFETY: the submitter guarantees `addr` is valid during submission.
             state.addr = unsafe { *addr };
@@ -199,12 +219,33 @@ impl Epoll {
         }
     }
 
-    /// Delivers a final completion and forgets the operation's deadline.
+    /// Delivers a final completion and forgets the operation's deadline; closes the fd
+    /// that waited for it to end, if any.
     fn finish(&mut self, d: &mut Delivery<'_>, id: OpId, c: Completion) {
-        if let Some(at) = self.op_state(id.index).deadline.take() {
+        let state = self.op_state(id.index);
+        let close = state.close_after.take();
+        if let Some(at) = state.deadline.take() {
             self.deadlines.remove(&(at, id.index));
         }
         d.deliver(id, c, true);
+        if let Some(fd) = close {
+            self.forget_closing(d, fd);
+        }
+    }
+
+    /// Closes `fd` once operation `id` (in flight) has ended.
+    pub(crate) fn close_after(&mut self, fd: OwnedFd, id: OpId) {
+        let old = self.op_state(id.index).close_after.replace(fd);
+        debug_assert!(old.is_none(), "one close per operation");
+    }
+
+    /// Forgets `fd` (failing what is still parked on it) and closes it.
+    fn forget_closing(&mut self, d: &mut Delivery<'_>, fd: OwnedFd) {
+        use std::os::fd::AsRawFd;
+        if let Err(e) = self.forget_fd(d, fd.as_raw_fd()) {
+            tracing::warn!(fd = fd.as_raw_fd(), error = %e, "epoll refused to remove a registration");
+        }
+        drop(fd);
     }
 
     /// Retries the parked operations of one direction of `fd`, in order, until one
@@ -218,7 +259,10 @@ impl Epoll {
                 self.fd_state(fd).queue(dir).pop_front();
                 continue;
             };
-            if slot.state == SlotState::Orphaned || slot.done {
+            if slot.done || slot.cancel_requested {
+                // Over, or being cancelled (a dropped future's op is taken out of its
+                // queue when cancelled; this is the safety net). An orphaned op that
+                // nobody cancelled is a detached one: it runs.
                 self.fd_state(fd).queue(dir).pop_front();
                 continue;
             }

@@ -5,11 +5,11 @@
 //! submitter keeps alive until the operation's *final* completion. Three traits describe
 //! it:
 //!
-//! - [`OpKind`]: what it is whatever the backend (its fd, whether it yields an fd or
+//! - `OpKind`: what it is whatever the backend (its fd, whether it yields an fd or
 //!   many completions, what the end of a multishot op means);
-//! - [`UringOp`]: the SQE that submits it, and what a completion carries beyond the
+//! - `UringOp`: the SQE that submits it, and what a completion carries beyond the
 //!   result;
-//! - [`EpollOp`]: which readiness it waits for, and one non-blocking try.
+//! - `EpollOp`: which readiness it waits for, and one non-blocking try.
 //!
 //! The [`Op`] enum that the driver stores in its slots is generated from the list at
 //! the bottom of this file, and every arm of its dispatch calls all three traits: an op
@@ -27,6 +27,7 @@ mod recv;
 mod recv_from;
 mod recv_pool;
 mod send;
+mod send_all;
 mod send_to;
 mod send_vectored;
 mod shutdown;
@@ -45,6 +46,7 @@ pub use recv::Recv;
 pub use recv_from::RecvFrom;
 pub use recv_pool::{RecvMulti, RecvPool};
 pub use send::Send;
+pub use send_all::SendAll;
 pub use send_to::SendTo;
 pub use send_vectored::SendVectored;
 pub use shutdown::Shutdown;
@@ -306,6 +308,8 @@ ops! {
     RecvMulti,
     /// Sends a caller buffer.
     Send,
+    /// Sends a whole caller buffer, completing once.
+    SendAll,
     /// Sends several buffers in one call.
     SendVectored,
     /// Receives one datagram and its source address.

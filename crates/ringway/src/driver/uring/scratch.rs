@@ -44,7 +44,7 @@ pub(crate) struct ScratchPages {
 impl ScratchPages {
     /// The scratch of slot `index`.
     #[inline]
-    pub fn get(&mut self, index: u32) -> &mut UringScratch {
+    pub(super) fn get(&mut self, index: u32) -> &mut UringScratch {
         let (page, at) = (index as usize / PAGE, index as usize % PAGE);
         if page >= self.pages.len() {
             self.grow(page);

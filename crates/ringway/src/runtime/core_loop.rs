@@ -39,22 +39,25 @@ pub(crate) struct CoreShared {
     has_inject: AtomicBool,
     pub waker: DriverWaker,
     pub shutdown: AtomicBool,
+    /// Every core of the runtime, for `Handle::current` (weak: the runtime owns them).
+    pub runtime: std::sync::OnceLock<std::sync::Weak<[Arc<CoreShared>]>>,
 }
 
 impl CoreShared {
-    pub fn new(index: usize, waker: DriverWaker) -> Arc<Self> {
+    pub(crate) fn new(index: usize, waker: DriverWaker) -> Arc<Self> {
         Arc::new(CoreShared {
             index,
             inject: Mutex::new(Some(Vec::new())),
             has_inject: AtomicBool::new(false),
             waker,
             shutdown: AtomicBool::new(false),
+            runtime: std::sync::OnceLock::new(),
         })
     }
 
     /// Queues `r` for this core and wakes its driver if it sleeps. After the core has
     /// shut down, `r` is dropped (a spawn reports its task cancelled).
-    pub fn inject(&self, r: Remote) {
+    pub(crate) fn inject(&self, r: Remote) {
         let refused = {
             let mut queue = self.inject.lock().unwrap_or_else(|e| e.into_inner());
             match queue.as_mut() {
@@ -176,7 +179,7 @@ const TASKS_PER_TURN: usize = 256;
 const DRIVER_FAILURES_TOLERATED: u32 = 100;
 
 impl Core {
-    pub fn new(shared: Arc<CoreShared>, driver: Driver) -> Rc<Core> {
+    pub(crate) fn new(shared: Arc<CoreShared>, driver: Driver) -> Rc<Core> {
         Rc::new(Core {
             shared,
             driver: RefCell::new(driver),
@@ -187,7 +190,7 @@ impl Core {
     }
 
     /// Spawns a `!Send` task on this core.
-    pub fn spawn<F>(&self, fut: F) -> JoinHandle<F::Output>
+    pub(crate) fn spawn<F>(&self, fut: F) -> JoinHandle<F::Output>
     where
         F: Future + 'static,
         F::Output: 'static,
@@ -200,8 +203,12 @@ impl Core {
 
     /// Places a task whose header and join state already exist (cross-core spawns
     /// create them on the spawning thread).
-    pub fn spawn_with<F>(&self, fut: F, state: Arc<JoinState<F::Output>>, header: Arc<TaskHeader>)
-    where
+    pub(crate) fn spawn_with<F>(
+        &self,
+        fut: F,
+        state: Arc<JoinState<F::Output>>,
+        header: Arc<TaskHeader>,
+    ) where
         F: Future + 'static,
         F::Output: 'static,
     {
@@ -224,7 +231,7 @@ impl Core {
     }
 
     /// Tasks alive on this core.
-    pub fn task_count(&self) -> usize {
+    pub(crate) fn task_count(&self) -> usize {
         self.tasks.borrow().len()
     }
 
@@ -366,7 +373,7 @@ impl Core {
     ///
     /// If the driver fails turn after turn (its ring or epoll instance is broken): the
     /// core cannot make progress, and waiting forever would hide it.
-    pub fn block_on<F: Future>(self: &Rc<Self>, fut: F) -> F::Output {
+    pub(crate) fn block_on<F: Future>(self: &Rc<Self>, fut: F) -> F::Output {
         let _enter = Enter::new(self.clone());
         let main = Arc::new(MainWaker {
             woken: AtomicBool::new(true),
@@ -390,7 +397,7 @@ impl Core {
 
     /// Runs the loop until the core is told to shut down (worker threads). An error is
     /// a driver that cannot make progress.
-    pub fn run_until_shutdown(self: &Rc<Self>) -> io::Result<()> {
+    pub(crate) fn run_until_shutdown(self: &Rc<Self>) -> io::Result<()> {
         let _enter = Enter::new(self.clone());
         let mut scratch = Scratch::default();
         while !self.shared.shutdown.load(Ordering::SeqCst) {
@@ -401,7 +408,7 @@ impl Core {
 
     /// Drops every task (on this thread, with this core current, so their I/O is
     /// cancelled properly), then cancels and reaps what I/O is left.
-    pub fn shutdown(self: &Rc<Self>) {
+    pub(crate) fn shutdown(self: &Rc<Self>) {
         let _enter = Enter::new(self.clone());
         loop {
             let entries: Vec<TaskEntry> = self.tasks.borrow_mut().drain().collect();

@@ -1,0 +1,231 @@
+//! The only module that names `ringway::driver`: the loop's view of the driver's
+//! low-level face (token-based `submit` / `turn` / `cancel`, the eventfd waker, the
+//! provided-buffer pool). The rest of the crate speaks [`IoOp`] and [`IoEvent`], so a
+//! change in how the driver spells its operations is a change here only.
+//!
+//! One `turn` is one `io_uring_enter` (submit everything queued and wait) or one
+//! `epoll_wait`. Completions are collected into a vector during the turn and handed to
+//! the loop afterwards: the loop calls Python for them, which may submit new operations,
+//! and the driver is borrowed while it turns.
+
+use std::io;
+use std::os::fd::RawFd;
+use std::time::Duration;
+
+use ringway::driver::op::{AcceptMulti, Poll, RecvMulti, SendVectored};
+use ringway::driver::{Backend, Driver, DriverConfig, DriverWaker, Op, OpId};
+
+pub use ringway::buf::PoolBuf;
+
+/// An operation the loop starts. Pointers follow the driver's rule: valid until the
+/// operation's last completion.
+#[derive(Debug, Clone, Copy)]
+pub enum IoOp {
+    /// Multishot receive into pool buffers until end of stream, an error or a cancel.
+    RecvMulti { fd: RawFd },
+    /// Multishot accept until cancelled: one completion (the new fd) per connection.
+    AcceptMulti { fd: RawFd },
+    /// One readiness report for `events` (`POLLIN` or `POLLOUT`).
+    Poll { fd: RawFd, events: u32 },
+    /// One `sendmsg` of `iovcnt` iovecs.
+    SendVectored {
+        fd: RawFd,
+        iov: *const libc::iovec,
+        iovcnt: u32,
+    },
+}
+
+/// One completion: the token given at submit, the result (a count or an fd, or
+/// `-errno`), the pool buffer the bytes landed in for receives, and whether the kernel
+/// will report nothing more for this operation.
+#[derive(Debug)]
+pub struct IoEvent {
+    pub token: u64,
+    pub result: i32,
+    pub buf: Option<PoolBuf>,
+    pub last: bool,
+}
+
+/// Names an operation in flight, to cancel it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpKey(OpId);
+
+/// Wakes the loop's wait from any thread (one eventfd write).
+#[derive(Clone)]
+pub struct LoopWaker(DriverWaker);
+
+impl LoopWaker {
+    /// Interrupts the current or next wait.
+    pub fn notify(&self) {
+        self.0.notify();
+    }
+}
+
+impl std::fmt::Debug for LoopWaker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LoopWaker")
+    }
+}
+
+/// Counters for tests and diagnostics (none depends on the machine's speed).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IoStats {
+    pub turns: u64,
+    pub enters: u64,
+    pub submitted: u64,
+    pub completions: u64,
+    pub live_ops: usize,
+    pub pool_in_use: usize,
+    pub pool_total: usize,
+}
+
+/// The loop's driver.
+pub struct IoDriver {
+    driver: Driver,
+    events: Vec<IoEvent>,
+    /// Submits and cancels since the last turn: work the next turn must hand over.
+    unsent: usize,
+}
+
+impl std::fmt::Debug for IoDriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IoDriver")
+            .field("backend", &self.describe())
+            .finish()
+    }
+}
+
+impl IoDriver {
+    /// Builds a driver. `backend` is `"auto"`, `"uring"` or `"epoll"`; `None` reads
+    /// `RINGWAY_BACKEND` (default auto). A refused io_uring falls back to epoll under
+    /// auto, and [`describe`](Self::describe) says why.
+    pub fn new(backend: Option<&str>) -> io::Result<IoDriver> {
+        let backend = match backend {
+            Some(b) => b.parse::<Backend>()?,
+            None => Backend::from_env()?.unwrap_or_default(),
+        };
+        let cfg = DriverConfig {
+            backend,
+            ..DriverConfig::default()
+        };
+        Ok(IoDriver {
+            driver: Driver::new(&cfg)?,
+            events: Vec::with_capacity(256),
+            unsent: 0,
+        })
+    }
+
+    /// `"uring"` or `"epoll"`.
+    pub fn backend_name(&self) -> &'static str {
+        if self.driver.info().is_uring() {
+            "uring"
+        } else {
+            "epoll"
+        }
+    }
+
+    /// The backend, its flags, and why better rungs were refused.
+    pub fn describe(&self) -> String {
+        self.driver.info().to_string()
+    }
+
+    /// Why io_uring (or a better configuration of it) was refused, if it was.
+    pub fn fallbacks(&self) -> Vec<String> {
+        self.driver.info().fallbacks.clone()
+    }
+
+    /// True when completions can arrive without a readiness retry (io_uring): sends are
+    /// best submitted as operations. On epoll the loop sends directly.
+    pub fn is_uring(&self) -> bool {
+        self.driver.info().is_uring()
+    }
+
+    /// Starts `op`; its completions come back from [`turn`](Self::turn) with `token`.
+    ///
+    /// # Safety
+    ///
+    /// Pointers in `op` must stay valid until the operation's last completion.
+    pub unsafe fn submit(&mut self, op: IoOp, token: u64) -> OpKey {
+        let op: Op = match op {
+            IoOp::RecvMulti { fd } => RecvMulti { fd }.into(),
+            IoOp::AcceptMulti { fd } => AcceptMulti { fd }.into(),
+            IoOp::Poll { fd, events } => Poll {
+                fd,
+                events,
+                multishot: false,
+            }
+            .into(),
+            IoOp::SendVectored { fd, iov, iovcnt } => SendVectored { fd, iov, iovcnt }.into(),
+        };
+        self.unsent += 1;
+        // SAFETY: forwarded from the caller.
+        OpKey(unsafe { self.driver.submit(op, token, None) })
+    }
+
+    /// Asks for `key` to end early; its last completion still comes.
+    pub fn cancel(&mut self, key: OpKey) {
+        self.unsent += 1;
+        self.driver.cancel(key.0);
+    }
+
+    /// True if operations or cancels were started since the last turn (on io_uring they
+    /// wait in the submission queue; on epoll their completions wait for a turn).
+    pub fn has_unsent(&self) -> bool {
+        self.unsent > 0
+    }
+
+    /// Submits what is queued and waits up to `timeout` (`None`: until woken) for
+    /// completions, which are appended to the event list.
+    pub fn turn(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        self.unsent = 0;
+        let events = &mut self.events;
+        self.driver.turn(timeout, &mut |token, c, last| {
+            events.push(IoEvent {
+                token,
+                result: c.result,
+                buf: c.buf,
+                last,
+            });
+        })
+    }
+
+    /// Moves the collected events into `into` (which must be empty), keeping both
+    /// vectors' allocations.
+    pub fn take_events(&mut self, into: &mut Vec<IoEvent>) {
+        debug_assert!(into.is_empty());
+        std::mem::swap(&mut self.events, into);
+    }
+
+    /// A waker for other threads.
+    pub fn waker(&self) -> LoopWaker {
+        LoopWaker(self.driver.waker())
+    }
+
+    /// Call before closing an fd the driver has seen (the epoll backend forgets it).
+    /// A failure to deregister is harmless here: the fd is closed right after, which
+    /// removes it from the epoll set anyway.
+    pub fn forget_fd(&mut self, fd: RawFd) {
+        let _ = self.driver.forget_fd(fd);
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> IoStats {
+        let s = self.driver.stats();
+        let p = self.driver.pool().stats();
+        IoStats {
+            turns: s.turns,
+            enters: s.enters,
+            submitted: s.submitted,
+            completions: s.completions,
+            live_ops: self.driver.live_ops(),
+            pool_in_use: p.in_use,
+            pool_total: p.total,
+        }
+    }
+
+    /// Cancels everything in flight and reaps it (bounded), for closing the loop.
+    pub fn shutdown(&mut self) {
+        self.driver.shutdown(Duration::from_secs(1));
+        self.events.clear();
+    }
+}

@@ -1,0 +1,184 @@
+//! What the driver keeps of an operation nobody awaits, until its final completion.
+//!
+//! An operation whose future was dropped, or that was submitted detached (a background
+//! send), still owns buffers the kernel may be using: the driver keeps them, and may
+//! have to tell someone how the operation ended. That is a [`Held`] value, stored in
+//! the operation's slot. Small values (a buffer handle, a length and a reference to its
+//! socket's state) are stored inline, so a background send costs no allocation; larger
+//! ones are boxed. Inline values move when the slot table grows, which is safe for the
+//! same reason moving an owned buffer is: `IoBuf::stable_ptr` points at memory that
+//! does not move with the handle.
+
+use std::marker::PhantomData;
+use std::mem::{align_of, size_of, ManuallyDrop, MaybeUninit};
+
+/// Something the driver keeps until an operation's final completion.
+pub(crate) trait Held: 'static {
+    /// Called once, with the final result, instead of dropping `self` (it is dropped
+    /// after).
+    fn finished(self, result: i32);
+}
+
+/// Resources that only have to stay alive (a dropped future's buffers).
+pub(crate) struct Keep<T>(pub T);
+
+impl<T: 'static> Held for Keep<T> {
+    fn finished(self, _result: i32) {}
+}
+
+/// Words of inline storage: enough for a buffer handle, a length and an `Arc`.
+const WORDS: usize = 6;
+type Storage = MaybeUninit<[usize; WORDS]>;
+
+/// How to finish or drop the value in a [`HeldValue`].
+struct VTable {
+    finished: unsafe fn(*mut Storage, i32),
+    drop: unsafe fn(*mut Storage),
+}
+
+/// A [`Held`] value of any type: inline when it fits, boxed otherwise.
+pub(crate) struct HeldValue {
+    data: Storage,
+    vtable: &'static VTable,
+    /// The value may be `!Send` (an `Rc`): so is this.
+    _not_send: PhantomData<*const ()>,
+}
+
+/// `T` stored inline.
+struct Inline<T>(PhantomData<T>);
+/// `T` stored as a `Box<T>`.
+struct Boxed<T>(PhantomData<T>);
+
+impl<T: Held> Inline<T> {
+    const VTABLE: VTable = VTable {
+        finished: |data, result| {
+            // SAFETY: `data` holds a `T` written by `HeldValue::new`; it is taken once.
+            let value = unsafe { data.cast::<T>().read() };
+            value.finished(result)
+        },
+        drop: |data| {
+            // SAFETY: `data` holds a `T` written by `HeldValue::new`; dropped once.
+            unsafe { data.cast::<T>().drop_in_place() }
+        },
+    };
+}
+
+impl<T: Held> Boxed<T> {
+    const VTABLE: VTable = VTable {
+        finished: |data, result| {
+            // SAFETY: `data` holds a `Box<T>` written by `HeldValue::new`; taken once.
+            let value = unsafe { data.cast::<Box<T>>().read() };
+            value.finished(result)
+        },
+        drop: |data| {
+            // SAFETY: `data` holds a `Box<T>` written by `HeldValue::new`; dropped once.
+            unsafe { data.cast::<Box<T>>().drop_in_place() }
+        },
+    };
+}
+
+impl HeldValue {
+    /// Stores `value`, inline if it fits.
+    pub(crate) fn new<T: Held>(value: T) -> Self {
+        let mut data = Storage::uninit();
+        let vtable =
+            if size_of::<T>() <= size_of::<Storage>() && align_of::<T>() <= align_of::<Storage>() {
+                // SAFETY: `T` fits in `data`, in size and alignment, which is uninitialised.
+                unsafe { data.as_mut_ptr().cast::<T>().write(value) };
+                &Inline::<T>::VTABLE
+            } else {
+                // SAFETY: a `Box` is one pointer, which fits.
+                unsafe { data.as_mut_ptr().cast::<Box<T>>().write(Box::new(value)) };
+                &Boxed::<T>::VTABLE
+            };
+        HeldValue {
+            data,
+            vtable,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// Tells the value the operation's final result; it is dropped afterwards.
+    pub(crate) fn finished(self, result: i32) {
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: the value is taken out exactly once: `this` is never dropped.
+        unsafe { (this.vtable.finished)(&mut this.data, result) }
+    }
+}
+
+impl Drop for HeldValue {
+    fn drop(&mut self) {
+        // SAFETY: the value is still there (`finished` consumes without dropping).
+        unsafe { (self.vtable.drop)(&mut self.data) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    struct Probe {
+        log: Rc<Cell<(i32, u32)>>,
+        _pad: [u64; 2],
+    }
+
+    impl Held for Probe {
+        fn finished(self, result: i32) {
+            let (_, drops) = self.log.get();
+            self.log.set((result, drops));
+        }
+    }
+
+    impl Drop for Probe {
+        fn drop(&mut self) {
+            let (r, drops) = self.log.get();
+            self.log.set((r, drops + 1));
+        }
+    }
+
+    struct Big {
+        inner: Probe,
+        _pad: [u64; 16],
+    }
+
+    impl Held for Big {
+        fn finished(self, result: i32) {
+            let Big { inner, .. } = self;
+            inner.finished(result);
+        }
+    }
+
+    #[test]
+    fn inline_and_boxed_values_finish_or_drop_exactly_once() {
+        let log = Rc::new(Cell::new((0, 0)));
+        let probe = || Probe {
+            log: log.clone(),
+            _pad: [0; 2],
+        };
+        HeldValue::new(probe()).finished(7);
+        assert_eq!(
+            log.get(),
+            (7, 1),
+            "finished with its result, then dropped once"
+        );
+        drop(HeldValue::new(probe()));
+        assert_eq!(log.get(), (7, 2), "dropped unfinished: dropped once");
+        let big = || Big {
+            inner: probe(),
+            _pad: [0; 16],
+        };
+        assert!(size_of::<Big>() > size_of::<Storage>(), "this one is boxed");
+        HeldValue::new(big()).finished(-5);
+        assert_eq!(log.get(), (-5, 3));
+        drop(HeldValue::new(big()));
+        assert_eq!(log.get(), (-5, 4));
+        // Moving the holder (the slot table grows) keeps the value intact.
+        let v = vec![HeldValue::new(probe())];
+        let mut moved = Vec::with_capacity(64);
+        moved.extend(v);
+        moved.pop().unwrap().finished(1);
+        assert_eq!(log.get(), (1, 5));
+    }
+}

@@ -1,0 +1,81 @@
+//! `SendAll`: sends a whole buffer, however many tries the socket needs.
+//!
+//! On io_uring it is a send with `MSG_WAITALL`: the kernel itself retries a short
+//! transfer until every byte is queued or an error ends it, so one completion means
+//! everything went. On epoll the backend keeps the count sent so far in the operation's
+//! state and parks between tries, so the op still completes once, with the total.
+//! Either way a completion of less than `len` is an error that stopped it part way.
+
+use std::os::fd::RawFd;
+
+use io_uring::{opcode, squeue, types};
+
+use super::{Attempt, EpollOp, OpKind, Readiness, UringOp};
+use crate::buf::BufferPool;
+use crate::driver::epoll::EpollOpState;
+use crate::driver::uring::{UringEnv, UringScratch};
+
+/// Sends all `len` bytes from `buf` (`MSG_NOSIGNAL`); completes once, with `len`, or
+/// with an error (a negative result) if the socket failed part way.
+#[derive(Debug, Clone, Copy)]
+pub struct SendAll {
+    /// The socket (a stream socket: a datagram cannot be sent in parts).
+    pub fd: RawFd,
+    /// The bytes: readable until the final completion.
+    pub buf: *const u8,
+    /// How many.
+    pub len: u32,
+}
+
+impl OpKind for SendAll {
+    fn fd(&self) -> Option<RawFd> {
+        Some(self.fd)
+    }
+}
+
+impl UringOp for SendAll {
+    fn sqe(&self, _: &mut UringScratch, _: &UringEnv) -> squeue::Entry {
+        opcode::Send::new(types::Fd(self.fd), self.buf, self.len)
+            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+            .build()
+    }
+}
+
+impl EpollOp for SendAll {
+    fn readiness(&self) -> Readiness {
+        Readiness::Write(self.fd)
+    }
+    unsafe fn attempt(&self, state: &mut EpollOpState, _: &BufferPool) -> Attempt {
+        let total = self.len as usize;
+        while state.progress < total {
+            let left = total - state.progress;
+            // SAFETY: the caller's promise: `buf` is readable for `len` bytes, and
+            // `progress < len`.
+            let r = unsafe {
+                libc::send(
+                    self.fd,
+                    self.buf.add(state.progress).cast(),
+                    left,
+                    libc::MSG_NOSIGNAL,
+                )
+            };
+            let r = super::syscall_result(r);
+            if r == -libc::EAGAIN || r == -libc::EWOULDBLOCK {
+                // The socket is full; what was sent so far stays counted.
+                return Attempt::Blocked;
+            }
+            if r < 0 {
+                return Attempt::result(r);
+            }
+            state.progress += r as usize;
+            if (r as usize) < left {
+                // A short send filled the socket: the next try would only say EAGAIN.
+                return Attempt::Blocked;
+            }
+        }
+        Attempt::Done {
+            c: crate::driver::Completion::new(self.len as i32),
+            drained: false,
+        }
+    }
+}

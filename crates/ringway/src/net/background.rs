@@ -1,0 +1,227 @@
+//! Sends that run in the background: [`send_all`] hands a buffer to the kernel and
+//! returns without waiting for the send to finish; [`flush`] waits for it.
+//!
+//! Awaiting every send costs a completion-based runtime a wake-up and a poll of the
+//! task per send (readiness I/O does a ready socket's send inline and never waits). A
+//! server that answers a request and goes back to reading does not need to wait: the
+//! driver keeps the buffer until the kernel is done, then drops it (a pooled buffer
+//! goes back to its pool), and nobody is woken. Order is kept by having at most one
+//! background send per socket in flight: a second `send_all` waits for the first to
+//! finish (one loop turn on loopback), which also bounds the memory a slow peer can
+//! hold to one buffer. An error (the peer reset, say) is kept and returned by the next
+//! `send_all` or `flush`: the stream is broken from then on, as with a buffered
+//! writer. Each send is a `SendAll` op, which completes once for the whole buffer on
+//! both backends.
+//!
+//! Dropping the socket while a background send is in flight does not cut it short: the
+//! driver closes the socket once the send has ended.
+//!
+//! [`send_all`]: crate::net::TcpStream::send_all
+//! [`flush`]: crate::net::TcpStream::flush
+
+use std::future::Future;
+use std::io;
+use std::os::fd::RawFd;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+
+use crate::buf::IoBuf;
+use crate::driver::op::SendAll;
+use crate::driver::{Held, OpId};
+use crate::runtime::context::with_driver;
+
+/// A socket's background send, shared with the driver's record of it. Atomics rather
+/// than cells, so that a socket stays `Send` (a listener is bound on one thread and
+/// adopted by a core); only its own core ever touches it while a send is in flight.
+#[derive(Debug)]
+pub(crate) struct Background {
+    /// The send in flight (`OpId` in its user-data form), or `NONE`.
+    in_flight: AtomicU64,
+    /// `errno` of the first failure, 0 if none: the stream is broken from then on.
+    error: AtomicI32,
+    /// A task is (or may be) waiting in `waiter`: only then does a finish lock it.
+    waiting: AtomicBool,
+    /// The task waiting for the send in flight to end.
+    waiter: Mutex<Option<Waker>>,
+}
+
+const NONE: u64 = u64::MAX;
+
+impl Default for Background {
+    fn default() -> Self {
+        Background {
+            in_flight: AtomicU64::new(NONE),
+            error: AtomicI32::new(0),
+            waiting: AtomicBool::new(false),
+            waiter: Mutex::new(None),
+        }
+    }
+}
+
+impl Background {
+    /// The send in flight (for closing after it).
+    pub(crate) fn in_flight(&self) -> Option<OpId> {
+        match self.in_flight.load(Ordering::Acquire) {
+            NONE => None,
+            id => Some(OpId::from_user_data(id)),
+        }
+    }
+
+    fn error(&self) -> Option<io::Error> {
+        match self.error.load(Ordering::Acquire) {
+            0 => None,
+            errno => Some(io::Error::from_raw_os_error(errno)),
+        }
+    }
+
+    /// Ready once nothing is in flight: with the kept error, if any.
+    fn poll_idle(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.in_flight().is_some() {
+            {
+                let mut waiter = self.waiter.lock().unwrap_or_else(|e| e.into_inner());
+                match waiter.as_ref() {
+                    Some(w) if w.will_wake(cx.waker()) => {}
+                    _ => *waiter = Some(cx.waker().clone()),
+                }
+            }
+            self.waiting.store(true, Ordering::SeqCst);
+            // It may have finished between the check and the store: look again.
+            if self.in_flight().is_some() {
+                return Poll::Pending;
+            }
+        }
+        Poll::Ready(self.error().map_or(Ok(()), Err))
+    }
+
+    fn finish(&self, error: i32) {
+        if error != 0 {
+            let _ = self
+                .error
+                .compare_exchange(0, error, Ordering::AcqRel, Ordering::Acquire);
+        }
+        self.in_flight.store(NONE, Ordering::SeqCst);
+        if self.waiting.swap(false, Ordering::SeqCst) {
+            let waker = self.waiter.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(w) = waker {
+                w.wake();
+            }
+        }
+    }
+}
+
+/// What the driver keeps of a background send: its buffer, and the socket's record to
+/// tell how it ended.
+struct InFlight<B> {
+    buf: B,
+    len: usize,
+    state: Arc<Background>,
+}
+
+impl<B: 'static> Held for InFlight<B> {
+    fn finished(self, result: i32) {
+        let error = match result {
+            r if r < 0 => -r,
+            // Only an error stops a SendAll part way; say so if the kernel did not.
+            r if (r as usize) < self.len => libc::EIO,
+            _ => 0,
+        };
+        self.state.finish(error);
+        drop(self.buf);
+    }
+}
+
+/// Future of `send_all`: ready as soon as the send has started (after the previous
+/// background send, if one is in flight, has finished).
+#[must_use = "futures do nothing unless awaited"]
+pub struct SendAllFuture<'a, B> {
+    fd: RawFd,
+    state: &'a Arc<Background>,
+    buf: Option<B>,
+}
+
+impl<B> std::fmt::Debug for SendAllFuture<'_, B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SendAllFuture")
+            .field("fd", &self.fd)
+            .field("started", &self.buf.is_none())
+            .finish()
+    }
+}
+
+impl<'a, B: IoBuf + Unpin + 'static> SendAllFuture<'a, B> {
+    pub(crate) fn new(fd: RawFd, state: &'a Arc<Background>, buf: B) -> Self {
+        SendAllFuture {
+            fd,
+            state,
+            buf: Some(buf),
+        }
+    }
+}
+
+impl<B: IoBuf + Unpin + 'static> Future for SendAllFuture<'_, B> {
+    type Output = io::Result<()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        std::task::ready!(this.state.poll_idle(cx))?;
+        let buf = this
+            .buf
+            .take()
+            .expect("SendAllFuture polled after completion");
+        let len = buf.bytes_init();
+        if len == 0 {
+            return Poll::Ready(Ok(()));
+        }
+        let Ok(len32) = u32::try_from(len) else {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "send_all takes at most 4 GiB at a time",
+            )));
+        };
+        let op = SendAll {
+            fd: this.fd,
+            buf: buf.stable_ptr(),
+            len: len32,
+        };
+        let held = InFlight {
+            buf,
+            len,
+            state: this.state.clone(),
+        };
+        // SAFETY: the op points at `buf`'s bytes, which `held` keeps alive (and which do
+        // not move when `held` does: `IoBuf::stable_ptr`) until the final completion.
+        let id = with_driver(|d| unsafe { d.submit_detached(op.into(), held) });
+        // `None`: it has ended already (on epoll a send can go at once), and `state`
+        // has heard how.
+        if let Some(id) = id {
+            this.state
+                .in_flight
+                .store(id.to_user_data(), Ordering::Release);
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// Future of `flush`: ready once the background send in flight (if any) has finished,
+/// with the error that broke the stream, if one did.
+#[must_use = "futures do nothing unless awaited"]
+#[derive(Debug)]
+pub struct Flush<'a> {
+    state: &'a Background,
+}
+
+impl<'a> Flush<'a> {
+    pub(crate) fn new(state: &'a Background) -> Self {
+        Flush { state }
+    }
+}
+
+impl Future for Flush<'_> {
+    type Output = io::Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.state.poll_idle(cx)
+    }
+}
