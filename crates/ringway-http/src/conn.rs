@@ -64,6 +64,8 @@ enum Wait {
     Timeout,
     Down,
     Failed(io::Error),
+    /// The send timeout of a background send has come: is it still in flight?
+    SendDue,
 }
 
 /// One connection.
@@ -82,6 +84,8 @@ pub(crate) struct Conn<T: Transport, H: ViewHandler> {
     log_host: Box<[u8]>,
     decoder: RequestDecoder,
     timer: Deadline,
+    /// While a background send may be in flight: when it must have ended (coarse ns).
+    send_deadline: Option<u64>,
     /// For splicing file bodies to the socket; made at the first one.
     pipe: Option<Pipe>,
 }
@@ -113,6 +117,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             log_host,
             decoder: RequestDecoder::new(),
             timer,
+            send_deadline: None,
             pipe: None,
         }
     }
@@ -122,6 +127,13 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
     pub async fn run(&mut self) {
         if self.serve().await {
             self.linger().await;
+        } else if self.send_deadline.is_some() {
+            // Dropped while a send may be in flight: the driver would keep the socket
+            // until the send ends, which a peer that does not read never lets happen.
+            let ended = poll_fn(|cx| Poll::Ready(self.t.poll_flush(cx).is_ready())).await;
+            if !ended {
+                self.t.abort();
+            }
         }
     }
 
@@ -181,13 +193,31 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                 &mut self.t,
                 &mut self.input,
                 &mut self.timer,
+                self.send_deadline,
                 watch,
                 now,
                 deadline,
             );
             match wait.await {
+                Wait::SendDue => {
+                    // Ended by now, or too slow: the peer does not take what it asked.
+                    match poll_fn(|cx| Poll::Ready(self.t.poll_flush(cx))).await {
+                        Poll::Ready(Ok(())) => self.send_deadline = None,
+                        Poll::Ready(Err(e)) => {
+                            self.io_failed(&e);
+                            return false;
+                        }
+                        Poll::Pending => {
+                            shared.stats.send_timeout();
+                            self.t.abort();
+                            return false;
+                        }
+                    }
+                }
                 Wait::Data => {}
-                Wait::Eof => return false,
+                // The peer is done sending, maybe not reading: what was sent in the
+                // background still goes out before the close.
+                Wait::Eof => return true,
                 Wait::Down => return true,
                 Wait::Timeout if idle => {
                     shared.stats.idle_closed();
@@ -359,8 +389,9 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         }
     }
 
-    /// Sends what is in the output buffer in one operation (bounded by the send
-    /// timeout); the buffer goes back to the pool.
+    /// Starts sending what is in the output buffer in one background send (waiting,
+    /// within the send timeout, for the one in flight to end); the buffer goes back to
+    /// the pool once sent. False if the connection must be dropped.
     async fn flush(&mut self) -> bool {
         let Some(buf) = self.out.take() else {
             return true;
@@ -369,19 +400,59 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             return true;
         }
         let mut now = Some(coarse_now());
-        let deadline = now.unwrap_or(0) + nanos(self.shared.cfg.send_timeout);
+        let send_ns = nanos(self.shared.cfg.send_timeout);
+        // The one in flight has had its time already.
+        let deadline = self
+            .send_deadline
+            .unwrap_or_else(|| now.unwrap_or(0) + send_ns);
         // One poll function for the send and its deadline (as in `wait_input`).
-        let mut send = pin!(self.t.send(buf));
-        let timer = &mut self.timer;
-        let sent = poll_fn(|cx| {
-            if let Poll::Ready((r, _buf)) = send.as_mut().poll(cx) {
+        let sent = {
+            let mut send = pin!(self.t.send(buf));
+            let timer = &mut self.timer;
+            poll_fn(|cx| {
+                if let Poll::Ready(r) = send.as_mut().poll(cx) {
+                    return Poll::Ready(Ok(r));
+                }
+                let now = now.take().unwrap_or_else(coarse_now);
+                timer.poll_timer(cx, now, deadline).map(Err)
+            })
+            .await
+        };
+        match sent {
+            Ok(Ok(())) => {
+                self.send_deadline = Some(coarse_now() + send_ns);
+                true
+            }
+            Ok(Err(e)) => {
+                io_failed(&self.shared, &e);
+                false
+            }
+            Err(Elapsed) => {
+                self.shared.stats.send_timeout();
+                self.t.abort();
+                false
+            }
+        }
+    }
+
+    /// Waits, within the send timeout, until no send is in flight (before the socket is
+    /// spliced into or closed). False if the connection must be dropped.
+    async fn finish_sends(&mut self) -> bool {
+        let Some(deadline) = self.send_deadline else {
+            return true;
+        };
+        let mut now = Some(coarse_now());
+        let (t, timer) = (&mut self.t, &mut self.timer);
+        let ended = poll_fn(|cx| {
+            if let Poll::Ready(r) = t.poll_flush(cx) {
                 return Poll::Ready(Ok(r));
             }
             let now = now.take().unwrap_or_else(coarse_now);
             timer.poll_timer(cx, now, deadline).map(Err)
         })
         .await;
-        match sent {
+        self.send_deadline = None;
+        match ended {
             Ok(Ok(())) => true,
             Ok(Err(e)) => {
                 io_failed(&self.shared, &e);
@@ -389,6 +460,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             }
             Err(Elapsed) => {
                 self.shared.stats.send_timeout();
+                self.t.abort();
                 false
             }
         }
@@ -464,7 +536,8 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         end: u64,
         sock: std::os::fd::RawFd,
     ) -> Option<u64> {
-        if !self.flush().await {
+        // The head goes first, and all of it before the body is spliced in.
+        if !self.flush().await || !self.finish_sends().await {
             return None;
         }
         if self.pipe.is_none() {
@@ -534,6 +607,10 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
     /// that unread input does not turn the close into a reset that destroys the last
     /// response in flight.
     async fn linger(&mut self) {
+        // Every response out before the write side closes.
+        if !self.finish_sends().await {
+            return;
+        }
         self.t.close_write().await;
         let deadline = coarse_now() + LINGER_NS;
         let mut discarded = 0usize;
@@ -544,6 +621,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                 &mut self.t,
                 &mut self.input,
                 &mut self.timer,
+                None,
                 None,
                 now,
                 deadline,
@@ -580,12 +658,13 @@ async fn wait_input<T: Transport>(
     t: &mut T,
     input: &mut Input,
     timer: &mut Deadline,
+    send_deadline: Option<u64>,
     watch: Option<&Watch>,
     now: u64,
     deadline: u64,
 ) -> Wait {
-    let mut recv = pin!(t.recv(input));
     let mut now = Some(now);
+    let mut recv = pin!(t.recv(input));
     poll_fn(|cx| {
         if let Poll::Ready(r) = recv.as_mut().poll(cx) {
             return Poll::Ready(match r {
@@ -599,9 +678,15 @@ async fn wait_input<T: Transport>(
         }
         // The first poll uses the caller's reading of the clock.
         let now = now.take().unwrap_or_else(coarse_now);
-        timer
-            .poll_timer(cx, now, deadline)
-            .map(|Elapsed| Wait::Timeout)
+        // A background send in flight has its own deadline; it is looked at only once
+        // that has come (looking registers for its end: a wake-up nobody needs
+        // otherwise).
+        let wait_for = send_deadline.map_or(deadline, |s| s.min(deadline));
+        match timer.poll_timer(cx, now, wait_for) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Elapsed) if now < deadline => Poll::Ready(Wait::SendDue),
+            Poll::Ready(Elapsed) => Poll::Ready(Wait::Timeout),
+        }
     })
     .await
 }
@@ -668,9 +753,10 @@ impl<T: Transport> BodyIo<'_, T> {
         self.input.settle();
         let now = coarse_now();
         let deadline = now + nanos(self.shared.cfg.body_timeout);
-        match wait_input(self.t, self.input, self.timer, None, now, deadline).await {
+        match wait_input(self.t, self.input, self.timer, None, None, now, deadline).await {
             Wait::Data => Ok(()),
-            Wait::Eof | Wait::Down => Err(Fail::Abort),
+            // No send deadline was given, so none is due.
+            Wait::Eof | Wait::Down | Wait::SendDue => Err(Fail::Abort),
             Wait::Timeout => Err(Fail::Http(HttpError::new(
                 ErrorClass::BodyTimeout,
                 "body too slow",

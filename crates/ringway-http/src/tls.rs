@@ -5,9 +5,11 @@
 //! responses is still one send. Plaintext is copied from rustls straight into the
 //! connection's input.
 
+use std::future::Future;
 use std::io::{self, BufRead as _, Write as _};
 use std::path::Path;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use ringway::net::{RecvStream, TcpStream};
 use rustls::ServerConnection;
@@ -74,7 +76,7 @@ impl Tls {
         })
     }
 
-    /// Sends every record rustls has queued, in one send.
+    /// Sends every record rustls has queued, in one background send.
     async fn flush_tls(&mut self) -> io::Result<()> {
         if !self.conn.wants_write() {
             return Ok(());
@@ -83,7 +85,7 @@ impl Tls {
         while self.conn.wants_write() {
             self.conn.write_tls(&mut *wire)?;
         }
-        self.stream.write_all(wire).await.0
+        self.stream.send_all(wire).await
     }
 }
 
@@ -126,16 +128,24 @@ impl Transport for Tls {
         }
     }
 
-    async fn send(&mut self, buf: PooledBuf) -> (io::Result<()>, PooledBuf) {
-        if let Err(e) = self.conn.writer().write_all(&buf) {
-            return (Err(e), buf);
-        }
-        (self.flush_tls().await, buf)
+    async fn send(&mut self, buf: PooledBuf) -> io::Result<()> {
+        self.conn.writer().write_all(&buf)?;
+        drop(buf);
+        self.flush_tls().await
+    }
+
+    fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream.flush()).poll(cx)
+    }
+
+    fn abort(&self) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
     }
 
     async fn close_write(&mut self) {
         self.conn.send_close_notify();
         let _ = self.flush_tls().await;
+        let _ = self.stream.flush().await;
         let _ = self.stream.shutdown(std::net::Shutdown::Write);
     }
 }

@@ -76,15 +76,6 @@ fn the_line_of_an_aborted_connection_is_written_without_other_traffic() {
     });
     assert!(aborted, "the request was answered");
     reset(s);
-    assert!(
-        wait_for(Duration::from_secs(10), || server
-            .stats
-            .snapshot()
-            .io_errors
-            == 1),
-        "the connection aborted: {}",
-        server.stats.snapshot()
-    );
     // No other connection comes: the line must reach the sink by itself.
     let written = wait_for(Duration::from_secs(10), || {
         sink.text().contains("\"GET /big HTTP/1.1\" 200 33554432")
