@@ -25,19 +25,19 @@ pub(crate) struct BodyReader {
 
 impl BodyReader {
     /// The body ended badly: the handler reading it gets an error.
-    pub fn fail(&mut self) {
+    pub(crate) fn fail(&mut self) {
         self.done = true;
         self.pipe.finish(true);
     }
 
     /// The body ended.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         self.done = true;
         self.pipe.finish(false);
     }
 
     /// Whether anyone is left to read what is pushed.
-    pub fn has_reader(&self) -> bool {
+    pub(crate) fn has_reader(&self) -> bool {
         Rc::strong_count(&self.pipe) > 1
     }
 }

@@ -39,7 +39,7 @@ pub(crate) struct PooledBuf {
 
 impl PooledBuf {
     /// Borrows an empty buffer from the pool (allocating one if the pool is empty).
-    pub fn take() -> PooledBuf {
+    pub(crate) fn take() -> PooledBuf {
         LENT.with(|n| n.set(n.get() + 1));
         let v = FREE
             .try_with(|f| f.borrow_mut().pop())

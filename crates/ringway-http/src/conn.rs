@@ -91,7 +91,7 @@ pub(crate) struct Conn<T: Transport, H: ViewHandler> {
 }
 
 impl<T: Transport, H: ViewHandler> Conn<T, H> {
-    pub fn new(
+    pub(crate) fn new(
         t: T,
         shared: Arc<Shared>,
         handler: Rc<H>,
@@ -124,7 +124,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
 
     /// Serves the connection to its end. (By `&mut self`: an `async fn` that takes
     /// `self` by value keeps two copies of it in its state.)
-    pub async fn run(&mut self) {
+    pub(crate) async fn run(&mut self) {
         if self.serve().await {
             self.linger().await;
         } else if self.send_deadline.is_some() {

@@ -24,7 +24,7 @@ thread_local! {
 }
 
 /// Calls `f` with the current IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
-pub fn with_date<R>(f: impl FnOnce(&[u8; 29]) -> R) -> R {
+pub(crate) fn with_date<R>(f: impl FnOnce(&[u8; 29]) -> R) -> R {
     with_dates(|d| f(&d.imf))
 }
 

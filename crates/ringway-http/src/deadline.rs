@@ -52,7 +52,7 @@ pub(crate) struct Deadline {
 impl Deadline {
     /// A timer that is re-armed at most `tick` ahead; `tick` must not exceed the
     /// shortest timeout any wait will use.
-    pub fn new(tick: Duration) -> Deadline {
+    pub(crate) fn new(tick: Duration) -> Deadline {
         Deadline {
             armed: None,
             tick: nanos(tick).max(1_000_000),
@@ -61,7 +61,7 @@ impl Deadline {
 
     /// Runs `fut` until it completes or the coarse clock reaches `deadline`; `now` is
     /// a reading of [`coarse_now`] taken just before.
-    pub async fn run<F: Future>(
+    pub(crate) async fn run<F: Future>(
         &mut self,
         now: u64,
         deadline: u64,
@@ -83,7 +83,7 @@ impl Deadline {
 
     /// Pending while `deadline` is ahead (the timer armed, no later than it); ready
     /// once it has passed.
-    pub fn poll_timer(
+    pub(crate) fn poll_timer(
         &mut self,
         cx: &mut Context<'_>,
         mut now: u64,

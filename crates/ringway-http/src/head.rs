@@ -184,7 +184,7 @@ impl RawHead {
                 HeaderName::from_bytes(name).map_err(|_| HttpError::bad("invalid field name"))?;
             let at = value.as_ptr() as usize - base;
             let value = shared.slice(at..at + value.len());
-            // SAFETY (the http crate's contract, not memory safety): httparse admitted
+            // SAFETY: the http crate's contract (not memory safety): httparse admitted
             // exactly the bytes a HeaderValue may hold (HTAB, SP to `~`, 0x80 and up);
             // debug builds check again.
             let value = unsafe { HeaderValue::from_maybe_shared_unchecked(value) };

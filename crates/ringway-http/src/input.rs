@@ -20,7 +20,7 @@ pub(crate) struct Input {
 
 impl Input {
     /// The unconsumed bytes, contiguous.
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         match (&self.pool, &self.own) {
             (Some(p), _) => &p[self.ppos..],
             (None, Some(o)) => &o[self.pos..],
@@ -28,12 +28,12 @@ impl Input {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.bytes().is_empty()
     }
 
     /// Marks `n` bytes consumed; a buffer consumed to its end goes back at once.
-    pub fn consume(&mut self, n: usize) {
+    pub(crate) fn consume(&mut self, n: usize) {
         if let Some(p) = &self.pool {
             self.ppos += n;
             debug_assert!(self.ppos <= p.len());
@@ -53,7 +53,7 @@ impl Input {
 
     /// Adds a received pool buffer: kept for in-place parsing if nothing else is
     /// pending, else appended to the own buffer.
-    pub fn push_pool(&mut self, buf: PoolBuf) {
+    pub(crate) fn push_pool(&mut self, buf: PoolBuf) {
         if self.is_empty() {
             self.own = None;
             self.pos = 0;
@@ -66,7 +66,7 @@ impl Input {
 
     /// Copies what is left of a pool buffer into the own buffer and releases it; also
     /// compacts the own buffer. Called before waiting for more input.
-    pub fn settle(&mut self) {
+    pub(crate) fn settle(&mut self) {
         if let Some(p) = self.pool.take() {
             let rest = &p[self.ppos..];
             self.ppos = 0;
@@ -88,13 +88,13 @@ impl Input {
     }
 
     /// The own buffer, for transports that produce plaintext themselves (TLS).
-    pub fn own_mut(&mut self) -> &mut Vec<u8> {
+    pub(crate) fn own_mut(&mut self) -> &mut Vec<u8> {
         self.settle();
         self.own.get_or_insert_with(PooledBuf::take)
     }
 
     /// Drops whatever is unconsumed (a closing connection discarding input).
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.pool = None;
         self.own = None;
         self.pos = 0;

@@ -31,7 +31,7 @@ const HANDOFF_AT: usize = 32 * 1024;
 /// ... or this long after its first line.
 const FLUSH_AFTER: Duration = Duration::from_millis(50);
 /// Batches waiting for the log thread, at most (each about [`HANDOFF_AT`] bytes).
-pub const QUEUED: usize = 8;
+pub(crate) const QUEUED: usize = 8;
 
 /// A batch of lines for the log thread.
 struct Batch {
@@ -56,7 +56,7 @@ pub(crate) struct AccessLog {
 
 impl AccessLog {
     /// Starts the log thread writing to `sink`; dropped lines are counted in `stats`.
-    pub fn start(
+    pub(crate) fn start(
         sink: Box<dyn Write + Send>,
         stats: Arc<Stats>,
     ) -> std::io::Result<Arc<AccessLog>> {
@@ -134,7 +134,7 @@ impl AccessLog {
 
     /// Stops taking batches and waits up to `limit` for the log thread to write what
     /// it has. Lines it could not write by then (a stalled sink) count as dropped.
-    pub fn close(&self, limit: Duration) {
+    pub(crate) fn close(&self, limit: Duration) {
         if let Ok(mut tx) = self.tx.lock() {
             tx.take();
         }
@@ -151,7 +151,7 @@ impl AccessLog {
 
     /// Lines written so far.
     #[cfg(test)]
-    pub fn written(&self) -> u64 {
+    pub(crate) fn written(&self) -> u64 {
         self.written.load(Relaxed)
     }
 }
@@ -166,7 +166,7 @@ pub(crate) struct CoreLog {
 }
 
 impl CoreLog {
-    pub fn new(log: Arc<AccessLog>) -> Rc<CoreLog> {
+    pub(crate) fn new(log: Arc<AccessLog>) -> Rc<CoreLog> {
         Rc::new(CoreLog {
             log,
             buf: RefCell::new(Vec::with_capacity(HANDOFF_AT + 512)),
@@ -178,7 +178,13 @@ impl CoreLog {
     /// Appends one line: `host - - [date] "METHOD target VERSION" status bytes`
     /// (`"-"` for a request that could not be parsed, `-` for no body bytes). `start` is
     /// `host - - [` for the connection's peer, formatted once per connection.
-    pub fn line(&self, start: &[u8], req: Option<(&str, &str, Version)>, status: u16, bytes: u64) {
+    pub(crate) fn line(
+        &self,
+        start: &[u8],
+        req: Option<(&str, &str, Version)>,
+        status: u16,
+        bytes: u64,
+    ) {
         let mut b = self.buf.borrow_mut();
         let (method, target) =
             req.map_or((&[][..], &[][..]), |(m, t, _)| (m.as_bytes(), t.as_bytes()));
@@ -226,7 +232,7 @@ impl CoreLog {
     }
 
     /// Hands the lines gathered so far to the log thread.
-    pub fn hand_over(&self) {
+    pub(crate) fn hand_over(&self) {
         let lines = self.lines.replace(0);
         if lines == 0 {
             return;
@@ -238,7 +244,7 @@ impl CoreLog {
 
     /// This core's flusher: hands lines over [`FLUSH_AFTER`] the first one; runs until
     /// dropped.
-    pub async fn flusher(self: Rc<Self>) {
+    pub(crate) async fn flusher(self: Rc<Self>) {
         loop {
             poll_fn(|cx| {
                 if self.lines.get() > 0 {

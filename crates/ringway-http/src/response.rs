@@ -53,7 +53,7 @@ pub(crate) struct ResponseContext {
 
 impl ResponseContext {
     /// The context of a server that names itself `server` (or not at all).
-    pub fn new(server: Option<&str>) -> ResponseContext {
+    pub(crate) fn new(server: Option<&str>) -> ResponseContext {
         let prefix = match server {
             Some(name) => format!("server: {name}\r\ndate: ").into_bytes(),
             None => b"date: ".to_vec(),

@@ -30,7 +30,11 @@ pub(crate) struct CoreState {
 
 impl CoreState {
     /// Creates and registers this core's state for server `id` (named `server`).
-    pub fn register(id: u64, global: Arc<AtomicBool>, server: Option<&str>) -> Rc<CoreState> {
+    pub(crate) fn register(
+        id: u64,
+        global: Arc<AtomicBool>,
+        server: Option<&str>,
+    ) -> Rc<CoreState> {
         let s = Rc::new(CoreState {
             id,
             ctx: ResponseContext::new(server),
@@ -46,7 +50,7 @@ impl CoreState {
     }
 
     /// Removes the registration.
-    pub fn unregister(&self) {
+    pub(crate) fn unregister(&self) {
         REGISTRY.with(|r| r.borrow_mut().remove(&self.id));
     }
 
@@ -64,7 +68,7 @@ impl CoreState {
     }
 
     /// A slot for one watcher (a connection or the accept loop).
-    pub fn watch(self: &Rc<Self>) -> Watch {
+    pub(crate) fn watch(self: &Rc<Self>) -> Watch {
         let key = self.watchers.borrow_mut().insert(None);
         Watch {
             state: self.clone(),
@@ -72,13 +76,13 @@ impl CoreState {
         }
     }
 
-    pub fn live(&self) -> usize {
+    pub(crate) fn live(&self) -> usize {
         // The accept loop holds no slot while draining: every slot is a connection.
         self.watchers.borrow().len()
     }
 
     /// Waits until no connection is left.
-    pub async fn drained(&self) {
+    pub(crate) async fn drained(&self) {
         poll_fn(|cx| {
             if self.live() == 0 {
                 Poll::Ready(())
@@ -99,12 +103,12 @@ pub(crate) struct Watch {
 
 impl Watch {
     /// Resolves once shutdown has begun.
-    pub async fn down(&self) {
+    pub(crate) async fn down(&self) {
         poll_fn(|cx| self.poll_down(cx)).await
     }
 
     /// Poll form of [`down`](Self::down).
-    pub fn poll_down(&self, cx: &mut Context<'_>) -> Poll<()> {
+    pub(crate) fn poll_down(&self, cx: &mut Context<'_>) -> Poll<()> {
         if self.state.ctx.down.get() {
             return Poll::Ready(());
         }
@@ -118,12 +122,12 @@ impl Watch {
         Poll::Pending
     }
 
-    pub fn is_down(&self) -> bool {
+    pub(crate) fn is_down(&self) -> bool {
         self.state.ctx.down.get()
     }
 
     /// What this core's responses share (the server's name, the shutdown flag).
-    pub fn response_context(&self) -> &ResponseContext {
+    pub(crate) fn response_context(&self) -> &ResponseContext {
         &self.state.ctx
     }
 }

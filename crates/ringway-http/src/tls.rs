@@ -66,7 +66,7 @@ pub(crate) struct Tls {
 }
 
 impl Tls {
-    pub fn new(mut stream: TcpStream, cfg: Arc<rustls::ServerConfig>) -> io::Result<Tls> {
+    pub(crate) fn new(mut stream: TcpStream, cfg: Arc<rustls::ServerConfig>) -> io::Result<Tls> {
         let _ = stream.set_nodelay(true);
         let rx = stream.recv_multishot();
         Ok(Tls {

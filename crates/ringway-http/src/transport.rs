@@ -46,7 +46,7 @@ pub(crate) struct Tcp {
 }
 
 impl Tcp {
-    pub fn new(mut stream: TcpStream) -> Self {
+    pub(crate) fn new(mut stream: TcpStream) -> Self {
         let _ = stream.set_nodelay(true);
         let rx = stream.recv_multishot();
         Tcp { stream, rx }

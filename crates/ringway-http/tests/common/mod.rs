@@ -16,7 +16,7 @@ use ringway::Backend;
 use ringway_http::{Body, Config, Server, ShutdownHandle, Stats, StatsSnapshot};
 
 /// A server running the test handler on one core of its own runtime.
-pub struct TestServer {
+pub(crate) struct TestServer {
     pub addr: SocketAddr,
     pub shutdown: ShutdownHandle,
     pub rt: ringway::Handle,
@@ -27,7 +27,7 @@ pub struct TestServer {
 
 /// How the in-process server is made.
 #[derive(Default)]
-pub struct Setup {
+pub(crate) struct Setup {
     pub backend: Option<Backend>,
     pub tls: Option<Arc<rustls::ServerConfig>>,
     pub dir: Option<PathBuf>,
@@ -38,11 +38,11 @@ pub struct Setup {
 }
 
 impl TestServer {
-    pub fn start(cfg: Config) -> TestServer {
+    pub(crate) fn start(cfg: Config) -> TestServer {
         Self::start_with(cfg, None, None)
     }
 
-    pub fn start_with(
+    pub(crate) fn start_with(
         cfg: Config,
         backend: Option<Backend>,
         tls: Option<Arc<rustls::ServerConfig>>,
@@ -58,11 +58,15 @@ impl TestServer {
     }
 
     /// A server of the files under `dir`.
-    pub fn start_static(dir: PathBuf) -> TestServer {
+    pub(crate) fn start_static(dir: PathBuf) -> TestServer {
         Self::start_static_with(dir, Config::default(), None)
     }
 
-    pub fn start_static_with(dir: PathBuf, cfg: Config, backend: Option<Backend>) -> TestServer {
+    pub(crate) fn start_static_with(
+        dir: PathBuf,
+        cfg: Config,
+        backend: Option<Backend>,
+    ) -> TestServer {
         Self::start_setup(
             cfg,
             Setup {
@@ -73,7 +77,7 @@ impl TestServer {
         )
     }
 
-    pub fn start_setup(cfg: Config, setup: Setup) -> TestServer {
+    pub(crate) fn start_setup(cfg: Config, setup: Setup) -> TestServer {
         let Setup {
             backend,
             tls,
@@ -132,7 +136,7 @@ impl TestServer {
 
     /// Runs `f` on the server's core (between its connections' turns) and returns
     /// what it gave.
-    pub fn on_core<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
+    pub(crate) fn on_core<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
         let (tx, rx) = std::sync::mpsc::channel();
         self.rt
             .spawn_on(0, move || async move {
@@ -144,7 +148,7 @@ impl TestServer {
     }
 
     /// Graceful shutdown, then joins the server thread.
-    pub fn stop(mut self) -> StatsSnapshot {
+    pub(crate) fn stop(mut self) -> StatsSnapshot {
         self.shutdown.shutdown();
         self.thread.take().unwrap().join().expect("server thread")
     }
@@ -160,7 +164,7 @@ impl Drop for TestServer {
 }
 
 /// The handler under test: echoes the parsed request as JSON, with a few special paths.
-pub async fn test_handler(req: Request<Body>) -> Response<Body> {
+pub(crate) async fn test_handler(req: Request<Body>) -> Response<Body> {
     let path = req.uri().path().to_string();
     let status = |s: u16| {
         let mut r = Response::new(Body::empty());
@@ -228,7 +232,7 @@ pub async fn test_handler(req: Request<Body>) -> Response<Body> {
 
 /// A request the test handler holds until released (path `/hold/KEY`): the test
 /// learns that its handler started, and decides when it ends. Events, not sleeps.
-pub struct Hold {
+pub(crate) struct Hold {
     key: String,
     state: Arc<HoldState>,
 }
@@ -247,7 +251,7 @@ fn holds() -> &'static Mutex<HashMap<String, Arc<HoldState>>> {
 
 impl Hold {
     /// A hold for the requests whose path is [`path`](Self::path).
-    pub fn new(key: &str) -> Hold {
+    pub(crate) fn new(key: &str) -> Hold {
         let state = Arc::new(HoldState::default());
         holds()
             .lock()
@@ -259,12 +263,12 @@ impl Hold {
         }
     }
 
-    pub fn path(&self) -> String {
+    pub(crate) fn path(&self) -> String {
         format!("/hold/{}", self.key)
     }
 
     /// Waits (at most `limit`) until a handler took the request.
-    pub fn wait_started(&self, limit: Duration) {
+    pub(crate) fn wait_started(&self, limit: Duration) {
         assert!(
             wait_for(limit, || self.state.started.load(Ordering::SeqCst)),
             "the held handler did not start within {limit:?}"
@@ -272,7 +276,7 @@ impl Hold {
     }
 
     /// Lets the handler answer.
-    pub fn release(&self) {
+    pub(crate) fn release(&self) {
         self.state.released.store(true, Ordering::SeqCst);
     }
 
@@ -296,7 +300,7 @@ impl Drop for Hold {
 
 /// Polls `cond` until it holds or `limit` passes; whether it held. For waiting on an
 /// event the test cannot be told about directly (the limit only bounds a failure).
-pub fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+pub(crate) fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let t = Instant::now();
     loop {
         if cond() {
@@ -313,7 +317,7 @@ pub fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
 /// request; `/status/204`, `/status/304`, `/stream`, `/big`, `/chunks`,
 /// `/ignore-body`), written with `ViewHandler`; and `/plaintext`, a `Hello, World!`
 /// that allocates nothing.
-pub struct ViewTestHandler;
+pub(crate) struct ViewTestHandler;
 
 impl ringway_http::ViewHandler for ViewTestHandler {
     async fn call<'a>(
@@ -380,7 +384,7 @@ impl ringway_http::ViewHandler for ViewTestHandler {
 }
 
 /// A client connection with a read timeout.
-pub fn connect(addr: SocketAddr) -> TcpStream {
+pub(crate) fn connect(addr: SocketAddr) -> TcpStream {
     let s = TcpStream::connect(addr).expect("connect");
     s.set_nodelay(true).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -389,27 +393,27 @@ pub fn connect(addr: SocketAddr) -> TcpStream {
 
 /// One parsed response.
 #[derive(Debug, Clone)]
-pub struct Resp {
+pub(crate) struct Resp {
     pub status: u16,
     pub headers: Vec<(String, Vec<u8>)>,
     pub body: Vec<u8>,
 }
 
 impl Resp {
-    pub fn header(&self, name: &str) -> Option<&[u8]> {
+    pub(crate) fn header(&self, name: &str) -> Option<&[u8]> {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_slice())
     }
-    pub fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
     }
 }
 
 /// Parses as many complete responses as `buf` holds (`heads[i]`: the i-th request was
 /// HEAD). Returns the responses and the bytes they took.
-pub fn parse_responses(buf: &[u8], heads: &[bool], eof: bool) -> (Vec<Resp>, usize) {
+pub(crate) fn parse_responses(buf: &[u8], heads: &[bool], eof: bool) -> (Vec<Resp>, usize) {
     let mut out = Vec::new();
     let mut pos = 0;
     loop {
@@ -470,7 +474,7 @@ pub fn parse_responses(buf: &[u8], heads: &[bool], eof: bool) -> (Vec<Resp>, usi
 
 /// What reading a connection gave.
 #[derive(Debug)]
-pub struct Exchange {
+pub(crate) struct Exchange {
     pub responses: Vec<Resp>,
     pub raw: Vec<u8>,
     pub closed: bool,
@@ -478,7 +482,7 @@ pub struct Exchange {
 
 impl Exchange {
     /// Final statuses (1xx left out).
-    pub fn statuses(&self) -> Vec<u16> {
+    pub(crate) fn statuses(&self) -> Vec<u16> {
         self.responses
             .iter()
             .filter(|r| r.status >= 200)
@@ -489,7 +493,7 @@ impl Exchange {
 
 /// Reads until `want` final responses have arrived and, if `until_close`, until the
 /// server closes (at most `limit` in all).
-pub fn read_exchange(
+pub(crate) fn read_exchange(
     s: &mut TcpStream,
     want: usize,
     heads: &[bool],
@@ -529,7 +533,7 @@ pub fn read_exchange(
 }
 
 /// Writes `parts` one by one (a short pause between them so they arrive apart).
-pub fn write_parts(s: &mut TcpStream, parts: &[&[u8]], pause: Duration) {
+pub(crate) fn write_parts(s: &mut TcpStream, parts: &[&[u8]], pause: Duration) {
     for (i, p) in parts.iter().enumerate() {
         if i > 0 && !pause.is_zero() {
             std::thread::sleep(pause);
@@ -541,12 +545,12 @@ pub fn write_parts(s: &mut TcpStream, parts: &[&[u8]], pause: Duration) {
 }
 
 /// The workspace root.
-pub fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// The Python of the `.venv` holding h11, created if missing.
-pub fn h11_python() -> PathBuf {
+pub(crate) fn h11_python() -> PathBuf {
     let root = workspace_root();
     let py = root.join(".venv/bin/python");
     let ok = |py: &PathBuf| {
@@ -578,7 +582,7 @@ pub fn h11_python() -> PathBuf {
 
 /// Runs h11 over every `(methods, raw bytes, closed)` response stream; panics with its
 /// complaints if it refuses any.
-pub fn check_with_h11(streams: &[(Vec<String>, Vec<u8>, bool)]) {
+pub(crate) fn check_with_h11(streams: &[(Vec<String>, Vec<u8>, bool)]) {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("ringway-h11-{}-{n}", std::process::id()));
@@ -612,7 +616,7 @@ pub fn check_with_h11(streams: &[(Vec<String>, Vec<u8>, bool)]) {
 }
 
 /// The `ringway` binary, built by `cargo build -p ringway-cli` into this target dir.
-pub fn ringway_bin() -> PathBuf {
+pub(crate) fn ringway_bin() -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let st = std::process::Command::new(cargo)
         .args(["build", "-q", "-p", "ringway-cli", "--bin", "ringway"])
