@@ -486,12 +486,25 @@ pub(crate) fn no_nul_or_bare_cr(head: &[u8]) -> bool {
 }
 
 /// Whether the unfinished request line ends in a prefix of `HTTP/d.d`.
+///
+/// The version field is what follows `METHOD SP target SP` (a version error comes only
+/// after both parsed), not merely the last word: `NTz (q \x9a ` has a version field,
+/// `\x9a `, that no byte can complete, although its last word is empty.
 fn version_may_follow(buf: &[u8]) -> bool {
-    let last = buf.rsplit(|&b| b == b' ').next().unwrap_or(buf);
-    let last = last.strip_suffix(b"\r").unwrap_or(last);
+    let start = buf
+        .iter()
+        .position(|&b| b != b'\r' && b != b'\n')
+        .unwrap_or(0);
+    let mut fields = buf[start..].splitn(3, |&b| b == b' ');
+    let (Some(_method), Some(_target), Some(version)) =
+        (fields.next(), fields.next(), fields.next())
+    else {
+        return false;
+    };
+    let version = version.strip_suffix(b"\r").unwrap_or(version);
     let pattern = b"HTTP/0.0";
-    last.len() <= pattern.len()
-        && last.iter().zip(pattern).all(|(&b, &p)| match p {
+    version.len() <= pattern.len()
+        && version.iter().zip(pattern).all(|(&b, &p)| match p {
             b'0' => b.is_ascii_digit(),
             _ => b == p,
         })
@@ -614,6 +627,24 @@ mod tests {
 
     fn scan(b: &[u8]) -> Result<Scanned, HttpError> {
         scan_head(b, &Config::default())
+    }
+
+    /// Found by the fuzz target: the whole input waited for more, its first 8 bytes were
+    /// refused. A version field that no byte can complete is refused either way.
+    #[test]
+    fn a_version_field_that_cannot_complete_is_refused_at_once() {
+        for b in [&b"NTz (q \x9a "[..], b"NTz (q \x9a", b"GET / HTTP/1.1 "] {
+            assert!(scan(b).is_err(), "{:?}", String::from_utf8_lossy(b));
+        }
+        // While a later major version may still arrive, the head waits (505 then).
+        for b in [&b"GET / HTTP/2"[..], b"GET / HTTP/", b"GET / H", b"GET / "] {
+            assert_eq!(
+                scan(b),
+                Ok(Scanned::Partial),
+                "{:?}",
+                String::from_utf8_lossy(b)
+            );
+        }
     }
 
     #[test]
