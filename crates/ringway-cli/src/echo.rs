@@ -4,7 +4,7 @@ use std::io::{self, Write as _};
 use std::net::SocketAddr;
 
 use clap::Args;
-use ringway::net::{ListenOptions, TcpListener, TcpStream};
+use ringway::net::{bind_per_core, ListenOptions, TcpListener, TcpStream};
 
 use crate::runtime_args::RuntimeArgs;
 
@@ -19,15 +19,10 @@ pub struct EchoArgs {
 
 pub fn run(args: EchoArgs) -> io::Result<()> {
     let rt = args.runtime.build()?;
-    let bind = args.bind;
-    // Bind on core 0 first, so a bad address fails here with a clear message and port 0
-    // resolves to one port shared by every core's listener.
-    let opts = ListenOptions {
-        reuse_port: true,
-        ..ListenOptions::default()
-    };
-    let first = rt.block_on(async { TcpListener::bind_with(bind, &opts) })?;
-    let addr = rt.block_on(async { first.local_addr() })?;
+    // One listener per core, all made here so that a bad or taken address fails here
+    // with a clear message, and port 0 resolves to one port shared by every core.
+    let listeners = bind_per_core(args.bind, rt.cores(), &ListenOptions::default())?;
+    let addr = listeners[0].local_addr()?;
     println!(
         "ringway echo listening on {addr} ({} cores, backend {})",
         rt.cores(),
@@ -35,24 +30,20 @@ pub fn run(args: EchoArgs) -> io::Result<()> {
     );
     io::stdout().flush()?;
     let handle = rt.handle();
-    let others: Vec<_> = (1..rt.cores())
-        .map(|core| {
+    let cores: Vec<_> = listeners
+        .into_iter()
+        .enumerate()
+        .map(|(core, l)| {
             handle.spawn_on(core, move || async move {
-                let l = TcpListener::bind_with(
-                    addr,
-                    &ListenOptions {
-                        reuse_port: true,
-                        ..Default::default()
-                    },
-                )?;
-                serve(l).await
+                serve(TcpListener::from_std(l)?).await
             })
         })
         .collect();
     rt.block_on(async move {
-        let r = serve(first).await;
-        drop(others);
-        r
+        for c in cores {
+            c.await.map_err(|e| io::Error::other(e.to_string()))??;
+        }
+        Ok(())
     })
 }
 

@@ -1,6 +1,10 @@
 //! `ringway serve`: the HTTP/1.1 server of ringway-http on every core, with canned
 //! handlers for benchmarks (`--hello`, `--json`), differential testing
 //! (`--echo-request`) and static files (`--static DIR`), optionally over TLS.
+//!
+//! `--hello` and `--json` are written with ringway-http's public API like any user's
+//! handler: the request-view API by default, the `http`-types API with `--http-types`
+//! (the same answers, the way the README's example is written).
 
 use std::io::{self, Write as _};
 use std::net::SocketAddr;
@@ -10,7 +14,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use clap::Args;
 use http::{header, HeaderValue, Request, Response, StatusCode};
-use ringway_http::{Body, Config, Server};
+use ringway_http::{Body, Config, RequestView, Responder, Server, Written};
 
 use crate::runtime_args::RuntimeArgs;
 
@@ -39,6 +43,10 @@ pub struct ServeArgs {
     /// TLS private key (PEM).
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// Write --hello and --json with the `http`-types handler API (`http::Request` in,
+    /// `http::Response` out) instead of the request-view API.
+    #[arg(long)]
+    http_types: bool,
     /// Do not write the access log.
     #[arg(long)]
     no_access_log: bool,
@@ -114,9 +122,13 @@ pub fn run(args: ServeArgs) -> io::Result<()> {
         } else {
             Mode::Hello
         };
-        server.start(&rt, args.bind, move || {
-            move |req: Request<Body>| async move { answer(mode, req).await }
-        })?
+        match mode {
+            Mode::Hello if !args.http_types => server.start_view(&rt, args.bind, || hello)?,
+            Mode::Json if !args.http_types => server.start_view(&rt, args.bind, || json)?,
+            _ => server.start(&rt, args.bind, move || {
+                move |req: Request<Body>| async move { answer(mode, req).await }
+            })?,
+        }
     };
     println!(
         "ringway serve listening on {scheme}://{} ({} cores, backend {})",
@@ -128,21 +140,48 @@ pub fn run(args: ServeArgs) -> io::Result<()> {
     let handle = running.shutdown_handle();
     std::thread::spawn(move || {
         let sig = wait_signal(&sigs);
-        eprintln!("ringway serve: signal {sig}, shutting down (draining)");
+        // Not eprintln!: a closed stderr must not keep the server from stopping.
+        let _ = writeln!(
+            io::stderr(),
+            "ringway serve: signal {sig}, shutting down (draining)"
+        );
         handle.shutdown();
     });
     let stats = running.wait(&rt);
-    eprintln!("ringway serve: stopped: {stats}");
+    let _ = writeln!(io::stderr(), "ringway serve: stopped: {stats}");
     Ok(())
 }
 
+static TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain");
+static APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
+
+/// `--hello` with the request-view API.
+fn hello(req: RequestView<'_>, res: Responder<'_>) -> Written {
+    match req.path() {
+        "/" | "/plaintext" => res
+            .ok()
+            .header(&header::CONTENT_TYPE, &TEXT_PLAIN)
+            .bytes(b"Hello, World!"),
+        _ => res.status(StatusCode::NOT_FOUND).bytes(b"Not Found\n"),
+    }
+}
+
+/// `--json` with the request-view API (the object serialised per request).
+fn json(_req: RequestView<'_>, res: Responder<'_>) -> Written {
+    let v = serde_json::json!({ "message": "Hello, World!" });
+    res.ok()
+        .header(&header::CONTENT_TYPE, &APPLICATION_JSON)
+        .bytes(&serde_json::to_vec(&v).unwrap_or_default())
+}
+
+/// Every mode with the `http`-types API.
 async fn answer(mode: Mode, req: Request<Body>) -> Response<Body> {
     match mode {
         Mode::Hello => match req.uri().path() {
             "/" | "/plaintext" => {
                 let mut r = Response::new(Body::from("Hello, World!"));
                 r.headers_mut()
-                    .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+                    .insert(header::CONTENT_TYPE, TEXT_PLAIN.clone());
                 r
             }
             _ => not_found(),
@@ -150,10 +189,8 @@ async fn answer(mode: Mode, req: Request<Body>) -> Response<Body> {
         Mode::Json => {
             let v = serde_json::json!({ "message": "Hello, World!" });
             let mut r = Response::new(Body::from(serde_json::to_vec(&v).unwrap_or_default()));
-            r.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
+            r.headers_mut()
+                .insert(header::CONTENT_TYPE, APPLICATION_JSON.clone());
             r
         }
         Mode::Echo => {

@@ -25,6 +25,12 @@ pub trait BodyStream {
 /// A [`BodyStream`] from a closure.
 pub struct FnStream<F>(F);
 
+impl<F> fmt::Debug for FnStream<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FnStream")
+    }
+}
+
 impl<F> BodyStream for FnStream<F>
 where
     F: FnMut(&mut Context<'_>) -> Poll<Option<io::Result<Bytes>>> + Unpin,

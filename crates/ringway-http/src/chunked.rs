@@ -1,7 +1,8 @@
 //! The chunked transfer coding decoder (RFC 9112 §7.1): a byte-exact state machine.
 //!
 //! Strict on purpose: hex sizes of at most 16 digits with no sign, prefix or padding;
-//! extensions checked token by token (quoted strings balanced) and bounded; CRLF and
+//! extensions checked against their grammar (`;` then a name token, then optionally
+//! `=` and a token or a balanced quoted string) and bounded; CRLF and
 //! only CRLF after every line and every chunk's data; trailer fields checked like head
 //! fields, bounded, and discarded. Any deviation is a 400 and the connection closes.
 
@@ -14,8 +15,21 @@ enum State {
     Size { digits: u8 },
     /// Whitespace after the size, before `;`.
     SizeWs,
-    /// Inside the extension section.
-    Ext { quoted: bool, escape: bool },
+    /// After `;`: optional whitespace, then an extension name (required).
+    ExtStart,
+    /// Inside an extension name.
+    ExtName,
+    /// Whitespace after a name: `=` or `;` must follow (the grammar has no whitespace
+    /// before CRLF).
+    ExtNameWs,
+    /// After `=`: optional whitespace, then a token or a quoted string.
+    ExtValueStart,
+    /// Inside a token value.
+    ExtToken,
+    /// Inside a quoted value (`escape`: just after a backslash).
+    ExtQuoted { escape: bool },
+    /// After a value: whitespace, then `;` or the end of the line.
+    ExtAfterValue,
     /// Saw CR ending a size line.
     SizeLf,
     /// Inside chunk data.
@@ -81,6 +95,9 @@ impl ChunkedDecoder {
     /// Decodes from `input`; returns how many bytes were consumed and what was found.
     /// Call again with the rest of the input until `NeedMore` or `Done`.
     pub fn decode(&mut self, input: &[u8]) -> Result<(usize, Decoded), HttpError> {
+        if self.state == State::Done {
+            return Ok((0, Decoded::Done));
+        }
         let mut i = 0;
         while i < input.len() {
             if self.state == State::Data {
@@ -90,9 +107,6 @@ impl ChunkedDecoder {
                     self.state = State::DataCr;
                 }
                 return Ok((i + take, Decoded::Data(i, i + take)));
-            }
-            if self.state == State::Done {
-                return Ok((i, Decoded::Done));
             }
             self.step(input[i])?;
             i += 1;
@@ -118,10 +132,7 @@ impl ChunkedDecoder {
                 _ if digits == 0 => return bad("bad chunk size"),
                 b';' => {
                     self.ext_len = 0;
-                    State::Ext {
-                        quoted: false,
-                        escape: false,
-                    }
+                    State::ExtStart
                 }
                 b' ' | b'\t' => State::SizeWs,
                 b'\r' => State::SizeLf,
@@ -131,49 +142,22 @@ impl ChunkedDecoder {
                 b' ' | b'\t' => State::SizeWs,
                 b';' => {
                     self.ext_len = 0;
-                    State::Ext {
-                        quoted: false,
-                        escape: false,
-                    }
+                    State::ExtStart
                 }
                 _ => return bad("junk after chunk size"),
             },
-            State::Ext { quoted, escape } => {
+            ext @ (State::ExtStart
+            | State::ExtName
+            | State::ExtNameWs
+            | State::ExtValueStart
+            | State::ExtToken
+            | State::ExtQuoted { .. }
+            | State::ExtAfterValue) => {
                 self.ext_len += 1;
                 if self.ext_len > self.max_ext {
                     return bad("chunk extension too long");
                 }
-                match (quoted, escape, b) {
-                    (false, _, b'\r') => State::SizeLf,
-                    (false, _, b'"') => State::Ext {
-                        quoted: true,
-                        escape: false,
-                    },
-                    (false, _, c) if is_tchar(c) || matches!(c, b';' | b'=' | b' ' | b'\t') => {
-                        State::Ext {
-                            quoted: false,
-                            escape: false,
-                        }
-                    }
-                    (false, _, _) => return bad("bad chunk extension"),
-                    (true, true, c) if c == b'\t' || c >= 0x20 && c != 0x7f => State::Ext {
-                        quoted: true,
-                        escape: false,
-                    },
-                    (true, false, b'\\') => State::Ext {
-                        quoted: true,
-                        escape: true,
-                    },
-                    (true, false, b'"') => State::Ext {
-                        quoted: false,
-                        escape: false,
-                    },
-                    (true, false, c) if c == b'\t' || c >= 0x20 && c != 0x7f => State::Ext {
-                        quoted: true,
-                        escape: false,
-                    },
-                    (true, _, _) => return bad("bad quoted chunk extension"),
-                }
+                ext_step(ext, b)?
             }
             State::SizeLf => match b {
                 b'\n' if self.size == 0 => State::TrailerStart,
@@ -241,6 +225,38 @@ impl ChunkedDecoder {
     }
 }
 
+/// One byte of a chunk extension (RFC 9112 §7.1.1):
+/// `*( BWS ";" BWS ext-name [ BWS "=" BWS ( token / quoted-string ) ] )`.
+fn ext_step(state: State, b: u8) -> Result<State, HttpError> {
+    let ws = b == b' ' || b == b'\t';
+    // A quoted string holds HTAB, SP, visible ASCII and obs-text; no controls.
+    let qd = |c: u8| c == b'\t' || c >= 0x20 && c != 0x7f;
+    Ok(match state {
+        State::ExtStart if ws => State::ExtStart,
+        State::ExtStart if is_tchar(b) => State::ExtName,
+        State::ExtStart => return Err(HttpError::bad("chunk extension without a name")),
+        State::ExtName if is_tchar(b) => State::ExtName,
+        State::ExtName | State::ExtNameWs if ws => State::ExtNameWs,
+        State::ExtName | State::ExtNameWs if b == b'=' => State::ExtValueStart,
+        State::ExtName | State::ExtNameWs if b == b';' => State::ExtStart,
+        State::ExtName if b == b'\r' => State::SizeLf,
+        State::ExtValueStart if ws => State::ExtValueStart,
+        State::ExtValueStart if b == b'"' => State::ExtQuoted { escape: false },
+        State::ExtValueStart if is_tchar(b) => State::ExtToken,
+        State::ExtValueStart => return Err(HttpError::bad("chunk extension without a value")),
+        State::ExtToken if is_tchar(b) => State::ExtToken,
+        State::ExtQuoted { escape: true } if qd(b) => State::ExtQuoted { escape: false },
+        State::ExtQuoted { escape: false } if b == b'\\' => State::ExtQuoted { escape: true },
+        State::ExtQuoted { escape: false } if b == b'"' => State::ExtAfterValue,
+        State::ExtQuoted { escape: false } if qd(b) => State::ExtQuoted { escape: false },
+        State::ExtQuoted { .. } => return Err(HttpError::bad("bad quoted chunk extension")),
+        State::ExtToken | State::ExtAfterValue if ws => State::ExtAfterValue,
+        State::ExtToken | State::ExtAfterValue if b == b';' => State::ExtStart,
+        State::ExtToken | State::ExtAfterValue if b == b'\r' => State::SizeLf,
+        _ => return Err(HttpError::bad("bad chunk extension")),
+    })
+}
+
 /// Decodes a whole chunked body from `input` (for tests and the fuzz target): the body
 /// bytes and how many input bytes the body took, or `None` if it is incomplete.
 pub fn decode_all(
@@ -259,5 +275,43 @@ pub fn decode_all(
             Decoded::NeedMore => return Ok(None),
         }
         pos += n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(chunked: &str) -> Result<Option<Vec<u8>>, HttpError> {
+        decode_all(chunked.as_bytes(), 1024, 1024).map(|r| r.map(|(b, _)| b))
+    }
+
+    #[test]
+    fn extensions_follow_the_grammar() {
+        for ok in [
+            "5;a\r\nhello\r\n0\r\n\r\n",
+            "5;a=b\r\nhello\r\n0\r\n\r\n",
+            "5 ; a = b ;c\r\nhello\r\n0\r\n\r\n",
+            "5;a=\"b;c\\\"\";d\r\nhello\r\n0;x=y\r\n\r\n",
+            "5;a=\"\"\r\nhello\r\n0\r\n\r\n",
+        ] {
+            assert_eq!(body(ok), Ok(Some(b"hello".to_vec())), "{ok:?}");
+        }
+        for bad in [
+            "5;\r\nhello\r\n0\r\n\r\n",
+            "5; \r\nhello\r\n0\r\n\r\n",
+            "5;;a\r\nhello\r\n0\r\n\r\n",
+            "5;=b\r\nhello\r\n0\r\n\r\n",
+            "5;a=\r\nhello\r\n0\r\n\r\n",
+            "5;a b\r\nhello\r\n0\r\n\r\n",
+            "5;a=b c\r\nhello\r\n0\r\n\r\n",
+            "5;a \r\nhello\r\n0\r\n\r\n",
+            "5;a=\"b\r\nhello\r\n0\r\n\r\n",
+            "5;a=\"b\"c\r\nhello\r\n0\r\n\r\n",
+            "5;a@b\r\nhello\r\n0\r\n\r\n",
+            "0;\r\n\r\n",
+        ] {
+            assert!(body(bad).is_err(), "{bad:?} accepted");
+        }
     }
 }

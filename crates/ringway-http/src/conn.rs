@@ -1,39 +1,51 @@
-//! The connection state machine: read, parse every complete request, run the handler,
-//! append each response to one output buffer, send the whole batch in one operation,
-//! repeat. Bodies are framed here (Content-Length or chunked), limits and timeouts are
-//! enforced here, and any framing error ends the connection after its error response:
-//! the parser never looks for "the next request" in bytes it could not frame.
+//! The connection state machine: receive, decode every complete request with the
+//! connection's [`RequestDecoder`], run the handler on a view of the bytes where they
+//! lie, append each response to one output buffer, send the whole batch in one
+//! operation, repeat. Limits and timeouts are enforced here, and any framing error ends
+//! the connection after its error response: nothing after bytes that could not be
+//! framed is ever looked at.
+//!
+//! Per request on the common path (a head, no body or a body already received, a
+//! response written in place) nothing is allocated and no timer is touched: the
+//! handler reads the head where it was received, the output buffer is lent by the
+//! core's pool for as long as there is something to send, and the connection's one
+//! timer ([`Deadline`]) is left armed between requests.
 
-use std::future::{pending, poll_fn};
+use std::future::{poll_fn, Future};
 use std::io;
 use std::net::SocketAddr;
 use std::pin::pin;
 use std::rc::Rc;
-use std::time::Instant;
+use std::sync::Arc;
+use std::task::Poll;
 
 use bytes::Bytes;
-use http::{Method, Request};
 use ringway::io::Pipe;
-use ringway::time::timeout;
 
-use crate::body::Body;
-use crate::body_reader::{streamed, BodyReader, Fail, Framing};
-use crate::chunked::Decoded;
+use crate::body_reader::{streamed, BodyReader, Fail};
+use crate::buffers::PooledBuf;
+use crate::deadline::{coarse_now, nanos, Deadline, Elapsed};
+use crate::decoder::{Event, RequestDecoder};
 use crate::error::{ErrorClass, HttpError};
 use crate::framing::BodyKind;
-use crate::handler::Handler;
-use crate::head::{parse_head, Head, HeadGate, Parsed};
+use crate::handler::ViewHandler;
+use crate::head::RawHead;
 use crate::input::Input;
+use crate::log::CoreLog;
 use crate::response::{
-    encode, encode_error, push_hex, PendingBody, ReqInfo, StreamFraming, CONTINUE,
+    encode_error, push_hex, PendingBody, ReqInfo, Responder, StreamFraming, Written, CONTINUE,
 };
 use crate::select::{race, Either};
 use crate::server::Shared;
 use crate::shutdown::Watch;
 use crate::transport::Transport;
+use crate::view::{RequestView, ViewBody};
 
 /// Bytes moved per splice: the default capacity of a pipe.
 const SPLICE_CHUNK: usize = 64 * 1024;
+
+/// How long a closing connection reads and discards what the peer still sends.
+const LINGER_NS: u64 = 2_000_000_000;
 
 /// What to do after one exchange.
 enum Step {
@@ -52,80 +64,101 @@ enum Wait {
     Timeout,
     Down,
     Failed(io::Error),
+    /// The send timeout of a background send has come: is it still in flight?
+    SendDue,
 }
 
 /// One connection.
-pub(crate) struct Conn<T: Transport, H: Handler> {
+pub(crate) struct Conn<T: Transport, H: ViewHandler> {
     t: T,
     input: Input,
-    out: Vec<u8>,
+    /// Responses not yet sent; lent by the core's pool only while there are some.
+    out: Option<PooledBuf>,
     shared: Arc<Shared>,
     handler: Rc<H>,
     watch: Watch,
+    log: Option<Rc<CoreLog>>,
     served: u64,
-    peer: Option<SocketAddr>,
-    gate: HeadGate,
+    /// The start of this connection's access log lines (the peer's address, then
+    /// ` - - [`), formatted once; empty without a log.
+    log_host: Box<[u8]>,
+    decoder: RequestDecoder,
+    timer: Deadline,
+    /// While a background send may be in flight: when it must have ended (coarse ns).
+    send_deadline: Option<u64>,
     /// For splicing file bodies to the socket; made at the first one.
     pipe: Option<Pipe>,
 }
 
-use std::sync::Arc;
-
-impl<T: Transport, H: Handler> Conn<T, H> {
-    pub fn new(
+impl<T: Transport, H: ViewHandler> Conn<T, H> {
+    pub(crate) fn new(
         t: T,
         shared: Arc<Shared>,
         handler: Rc<H>,
         watch: Watch,
+        log: Option<Rc<CoreLog>>,
         peer: Option<SocketAddr>,
     ) -> Self {
+        let log_host = match (&log, peer) {
+            (None, _) => Box::default(),
+            (Some(_), Some(p)) => format!("{} - - [", p.ip()).into_bytes().into_boxed_slice(),
+            (Some(_), None) => Box::from(&b"- - - ["[..]),
+        };
+        let timer = Deadline::new(shared.tick);
         Conn {
             t,
             input: Input::default(),
-            out: Vec::with_capacity(4096),
+            out: None,
             shared,
             handler,
             watch,
+            log,
             served: 0,
-            peer,
-            gate: HeadGate::default(),
+            log_host,
+            decoder: RequestDecoder::new(),
+            timer,
+            send_deadline: None,
             pipe: None,
         }
     }
 
-    /// Serves the connection to its end.
-    pub async fn run(mut self) {
+    /// Serves the connection to its end. (By `&mut self`: an `async fn` that takes
+    /// `self` by value keeps two copies of it in its state.)
+    pub(crate) async fn run(&mut self) {
         if self.serve().await {
             self.linger().await;
+        } else if self.send_deadline.is_some() {
+            // Dropped while a send may be in flight: the driver would keep the socket
+            // until the send ends, which a peer that does not read never lets happen.
+            let ended = poll_fn(|cx| Poll::Ready(self.t.poll_flush(cx).is_ready())).await;
+            if !ended {
+                self.t.abort();
+            }
         }
     }
 
     /// The main loop; true if the connection should be closed politely.
     async fn serve(&mut self) -> bool {
-        let cfg_header = self.shared.cfg.header_timeout;
-        let cfg_idle = self.shared.cfg.idle_timeout;
+        let shared = self.shared.clone();
+        let header_ns = nanos(shared.cfg.header_timeout);
+        let idle_ns = nanos(shared.cfg.idle_timeout);
         // The first request's head is due within the header timeout of the accept; a
-        // later one within the header timeout of the turn its first bytes were seen
-        // waiting (set lazily: a head that parses at once never reads the clock).
-        let mut head_deadline = Some(Instant::now() + cfg_header);
+        // later one within the header timeout of the moment its first bytes were seen
+        // waiting (a head that arrives whole is never waited for).
+        let mut head_since = Some(coarse_now());
         loop {
             let mut close = false;
             while !self.input.is_empty() {
-                if !self.gate.should_parse(self.input.bytes(), &self.shared.cfg) {
-                    break;
-                }
-                match parse_head(self.input.bytes(), &self.shared.cfg) {
+                match self.decoder.decode(self.input.bytes(), &shared.cfg) {
                     Err(e) => {
                         self.refuse(&e);
                         close = true;
                         break;
                     }
-                    Ok(Parsed::Partial) => break,
-                    Ok(Parsed::Complete(head, n)) => {
-                        head_deadline = None;
-                        self.gate.reset();
-                        self.input.consume(n);
-                        match self.exchange(*head).await {
+                    Ok((_, Event::NeedMore)) => break,
+                    Ok((_, Event::Head(raw))) => {
+                        head_since = None;
+                        match self.exchange(&raw).await {
                             Step::Next => {}
                             Step::Close => {
                                 close = true;
@@ -134,36 +167,60 @@ impl<T: Transport, H: Handler> Conn<T, H> {
                             Step::Abort => return false,
                         }
                     }
+                    // Bodies are read by `exchange`: the decoder is between requests.
+                    Ok((_, Event::Data(..) | Event::BodyEnd)) => return false,
                 }
             }
-            if !self.out.is_empty() && !self.flush().await {
+            if !self.flush().await {
                 return false;
-            }
-            if self.shared.cfg.access_log {
-                crate::log::flush();
             }
             if close {
                 return true;
             }
-            let idle = self.input.is_empty() && head_deadline.is_none();
+            let idle = self.input.is_empty() && head_since.is_none();
             if self.input.is_empty() && self.watch.is_down() {
                 return true;
             }
             self.input.settle();
-            if head_deadline.is_none() && !self.input.is_empty() {
-                head_deadline = Some(Instant::now() + cfg_header);
-            }
-            // Idle between requests (the common wait): a plain timeout, no clock read.
-            let limit = match head_deadline {
-                Some(d) => d.saturating_duration_since(Instant::now()),
-                None => cfg_idle,
+            let now = coarse_now();
+            let deadline = if idle {
+                now + idle_ns
+            } else {
+                *head_since.get_or_insert(now) + header_ns
             };
-            match self.wait_input(limit, self.input.is_empty()).await {
+            let watch = self.input.is_empty().then_some(&self.watch);
+            let wait = wait_input(
+                &mut self.t,
+                &mut self.input,
+                &mut self.timer,
+                self.send_deadline,
+                watch,
+                now,
+                deadline,
+            );
+            match wait.await {
+                Wait::SendDue => {
+                    // Ended by now, or too slow: the peer does not take what it asked.
+                    match poll_fn(|cx| Poll::Ready(self.t.poll_flush(cx))).await {
+                        Poll::Ready(Ok(())) => self.send_deadline = None,
+                        Poll::Ready(Err(e)) => {
+                            self.io_failed(&e);
+                            return false;
+                        }
+                        Poll::Pending => {
+                            shared.stats.send_timeout();
+                            self.t.abort();
+                            return false;
+                        }
+                    }
+                }
                 Wait::Data => {}
-                Wait::Eof => return false,
+                // The peer is done sending, maybe not reading: what was sent in the
+                // background still goes out before the close.
+                Wait::Eof => return true,
                 Wait::Down => return true,
                 Wait::Timeout if idle => {
-                    self.shared.stats.idle_closed();
+                    shared.stats.idle_closed();
                     return true;
                 }
                 Wait::Timeout => {
@@ -179,244 +236,231 @@ impl<T: Transport, H: Handler> Conn<T, H> {
         }
     }
 
-    /// Reads the body, runs the handler, appends the response.
-    async fn exchange(&mut self, head: Head) -> Step {
+    /// Answers the request whose head is at the start of the input: reads its body,
+    /// runs the handler, appends the response.
+    async fn exchange(&mut self, raw: &RawHead) -> Step {
         self.served += 1;
-        let cfg = &self.shared.cfg;
-        let keep = head.keep_alive
-            && self.served < cfg.max_requests_per_connection
+        let keep = raw.keep_alive
+            && self.served < self.shared.cfg.max_requests_per_connection
             && !self.watch.is_down();
-        // A body already whole in the input goes to the handler as one piece; anything
-        // else is streamed to it as it arrives.
-        let mut reader = None;
-        let body = match head.body {
-            BodyKind::None => Body::empty(),
-            BodyKind::Length(n) if n > cfg.max_body_size => {
-                self.refuse(&HttpError::new(
-                    ErrorClass::PayloadTooLarge,
-                    "body too large",
-                ));
-                return Step::Close;
-            }
-            BodyKind::Length(n) if self.input.bytes().len() as u64 >= n => {
-                let b = Bytes::copy_from_slice(&self.input.bytes()[..n as usize]);
-                self.input.consume(n as usize);
-                Body::full(b)
-            }
-            kind => {
-                let (body, r) = streamed(kind, cfg);
-                reader = Some(r);
-                body
-            }
+        let info = ReqInfo {
+            head: raw.is_head,
+            version: raw.version,
+            close: !keep,
         };
-        if let Some(r) = &reader {
-            // If the body still has to arrive, pending responses leave first (they are
-            // earlier in the pipeline), with `100 Continue` if the client waits for it.
-            // A body already whole in the input needs no wait: the batch stays whole.
-            if !r.complete_in(self.input.bytes()) {
-                if head.expect_continue {
-                    self.out.extend_from_slice(CONTINUE);
-                }
-                if !self.out.is_empty() && !self.flush().await {
+        let after_head = self.input.bytes().len() - raw.len;
+        let whole = match raw.body {
+            BodyKind::None => Some(0),
+            BodyKind::Length(n) if after_head as u64 >= n => Some(n as usize),
+            _ => None,
+        };
+        let (mut written, headbuf) = match whole {
+            // The handler on a view of the head and body where they lie in the input
+            // (consumed after logging).
+            Some(n) => {
+                let bytes = self.input.bytes();
+                if n > 0 && !whole_body(&mut self.decoder, &bytes[raw.len..], n, &self.shared) {
                     return Step::Abort;
                 }
+                let view =
+                    RequestView::new(bytes, raw, ViewBody::Whole(&bytes[raw.len..raw.len + n]));
+                let out = self.out.get_or_insert_with(PooledBuf::take);
+                let res = Responder::new(out, info, self.watch.response_context());
+                (self.handler.call(view, res).await, None)
             }
-        }
-        let Head {
-            method,
-            uri,
-            version,
-            headers,
-            ..
-        } = head;
-        let is_head = method == Method::HEAD;
-        let log = self
-            .shared
-            .cfg
-            .access_log
-            .then(|| (method.clone(), uri.to_string()));
-        let mut req = Request::new(body);
-        *req.method_mut() = method;
-        *req.uri_mut() = uri;
-        *req.version_mut() = version;
-        *req.headers_mut() = headers;
-        let handler = self.handler.clone();
-        let (resp, failed) = match reader.as_mut() {
-            None => (handler.call(req).await, None),
-            Some(r) => {
-                let mut call = pin!(handler.call(req));
-                let mut failed = None;
-                let early = {
-                    let pump = pin!(self.pump(r, true));
-                    match race(call.as_mut(), pump).await {
-                        Either::Left(resp) => Some(resp),
-                        Either::Right(Ok(())) => None,
-                        Either::Right(Err(f)) => {
-                            failed = Some(f);
-                            None
-                        }
-                    }
-                };
-                let resp = match early {
-                    Some(resp) => resp,
-                    None => call.await,
-                };
-                // Whatever the handler left unread is still read (and framed), so the
-                // next request starts where it should.
-                if failed.is_none() {
-                    if let Err(f) = self.pump(r, false).await {
-                        failed = Some(f);
-                    }
-                }
-                (resp, failed)
-            }
-        };
-        match failed {
-            None => {}
-            Some(Fail::Abort) => return Step::Abort,
-            Some(Fail::Http(e)) => {
-                self.refuse(&e);
-                return Step::Close;
-            }
-        }
-        let status = resp.status().as_u16();
-        let close = !keep || self.watch.is_down();
-        let (pending, close, mut sent) = encode(
-            &mut self.out,
-            resp,
-            ReqInfo {
-                head: is_head,
-                version,
-                close,
+            // Rare and large: boxed, so that the state every connection carries while
+            // idle stays small.
+            None => match Box::pin(self.answer_streamed(raw, info)).await {
+                Ok((w, head)) => (w, Some(head)),
+                Err(step) => return step,
             },
-            self.shared.cfg.server_name.as_deref(),
-        );
+        };
         self.shared.stats.request();
-        if let Some(p) = pending {
-            match self.send_stream(p).await {
+        let mut sent = written.body_len;
+        if let Some(p) = written.pending.take() {
+            // Rare and large (splice, streamed chunks): boxed, as above.
+            match Box::pin(self.send_stream(p)).await {
                 Some(n) => sent = n,
                 None => return Step::Abort,
             }
         }
-        if let Some((m, t)) = log {
-            crate::log::line(self.peer, Some((&m, &t, version)), status, sent);
+        if let Some(log) = &self.log {
+            let head = match &headbuf {
+                Some(b) => &b[..],
+                None => self.input.bytes(),
+            };
+            // SAFETY: `head` starts with the bytes `raw` was scanned from.
+            let req = unsafe {
+                (
+                    raw.method_unchecked(head),
+                    raw.target_unchecked(head),
+                    raw.version,
+                )
+            };
+            log.line(&self.log_host, Some(req), written.status, sent);
         }
-        if close {
+        if headbuf.is_none() {
+            self.input.consume(raw.len + whole.unwrap_or(0));
+        }
+        if written.close {
             Step::Close
         } else {
             Step::Next
         }
     }
 
-    /// Reads body bytes into the reader's pipe until the body ends. With `pace`, stops
-    /// reading while the handler has not taken what is queued. Cancel-safe between
-    /// awaits: all state is in `r` and the input.
-    async fn pump(&mut self, r: &mut BodyReader, pace: bool) -> Result<(), Fail> {
-        let max = self.shared.cfg.max_body_size;
-        loop {
-            if r.done {
-                return Ok(());
+    /// The handler with a body streamed to it as it arrives. The head is copied out of
+    /// the input (which the body's bytes go through); it is returned for the log.
+    async fn answer_streamed(
+        &mut self,
+        raw: &RawHead,
+        info: ReqInfo,
+    ) -> Result<(Written, PooledBuf), Step> {
+        let mut head = PooledBuf::take();
+        head.extend_from_slice(&self.input.bytes()[..raw.len]);
+        self.input.consume(raw.len);
+        let len = match raw.body {
+            BodyKind::Length(n) => Some(n),
+            _ => None,
+        };
+        let (body, mut reader) = streamed(len);
+        // If the body still has to arrive, pending responses leave first (they are
+        // earlier in the pipeline), with `100 Continue` if the client waits for it.
+        // A body already whole in the input needs no wait: the batch stays whole.
+        let complete = self
+            .decoder
+            .body()
+            .is_some_and(|b| b.is_complete_in(self.input.bytes()));
+        if !complete {
+            if raw.expect_continue {
+                self.out
+                    .get_or_insert_with(PooledBuf::take)
+                    .extend_from_slice(CONTINUE);
             }
-            if pace {
-                poll_fn(|cx| r.pipe.poll_space(cx)).await;
+            if !self.flush().await {
+                return Err(Step::Abort);
             }
-            let bytes = self.input.bytes();
-            let (used, data, finished) = match &mut r.framing {
-                Framing::Length(left) => {
-                    let take = (bytes.len() as u64).min(*left) as usize;
-                    *left -= take as u64;
-                    (take, 0..take, *left == 0)
-                }
-                Framing::Chunked(dec) => match dec.decode(bytes) {
-                    Err(e) => {
-                        r.fail();
-                        return Err(Fail::Http(e));
+        }
+        let mut body_io = BodyIo {
+            t: &mut self.t,
+            input: &mut self.input,
+            decoder: &mut self.decoder,
+            timer: &mut self.timer,
+            shared: &self.shared,
+        };
+        let mut failed = None;
+        let written = {
+            let out = self.out.get_or_insert_with(PooledBuf::take);
+            let view = RequestView::new(&head, raw, ViewBody::Streamed(body));
+            let res = Responder::new(out, info, self.watch.response_context());
+            let mut call = pin!(self.handler.call(view, res));
+            let early = {
+                let pump = pin!(body_io.pump(&mut reader, true));
+                match race(call.as_mut(), pump).await {
+                    Either::Left(w) => Some(w),
+                    Either::Right(Ok(())) => None,
+                    Either::Right(Err(f)) => {
+                        failed = Some(f);
+                        None
                     }
-                    Ok((n, Decoded::Data(a, b))) => (n, a..b, false),
-                    Ok((n, Decoded::Done)) => (n, 0..0, true),
-                    Ok((n, Decoded::NeedMore)) => (n, 0..0, false),
-                },
+                }
             };
-            if !data.is_empty() {
-                r.received += data.len() as u64;
-                if r.received > max {
-                    r.fail();
-                    return Err(Fail::Http(HttpError::new(
-                        ErrorClass::PayloadTooLarge,
-                        "body too large",
-                    )));
-                }
-                // Nobody left to read it: frame it, drop it.
-                if Rc::strong_count(&r.pipe) > 1 {
-                    r.pipe.push(Bytes::copy_from_slice(&bytes[data]));
-                }
-            }
-            self.input.consume(used);
-            if finished {
-                r.done = true;
-                r.pipe.finish(false);
-                return Ok(());
-            }
-            if used == 0 || self.input.is_empty() {
-                if let Err(f) = self.wait_body().await {
-                    r.fail();
-                    return Err(f);
-                }
-            }
-        }
-    }
-
-    /// Waits for body bytes within the body timeout.
-    async fn wait_body(&mut self) -> Result<(), Fail> {
-        self.input.settle();
-        match self.wait_input(self.shared.cfg.body_timeout, false).await {
-            Wait::Data => Ok(()),
-            Wait::Eof | Wait::Down => Err(Fail::Abort),
-            Wait::Timeout => Err(Fail::Http(HttpError::new(
-                ErrorClass::BodyTimeout,
-                "body too slow",
-            ))),
-            Wait::Failed(e) => {
-                self.io_failed(&e);
-                Err(Fail::Abort)
-            }
-        }
-    }
-
-    /// Waits for input for at most `left` (and for shutdown, if `watch_down`).
-    async fn wait_input(&mut self, left: std::time::Duration, watch_down: bool) -> Wait {
-        let watch = &self.watch;
-        let down = async move {
-            if watch_down {
-                watch.down().await
-            } else {
-                pending::<()>().await
+            match (early, &failed) {
+                (Some(w), _) => Some(w),
+                (None, None) => Some(call.await),
+                // The handler's unfinished response is dropped (and leaves nothing).
+                (None, Some(_)) => None,
             }
         };
-        match timeout(left, race(self.t.recv(&mut self.input), down)).await {
-            Err(_) => Wait::Timeout,
-            Ok(Either::Right(())) => Wait::Down,
-            Ok(Either::Left(Ok(0))) => Wait::Eof,
-            Ok(Either::Left(Ok(_))) => Wait::Data,
-            Ok(Either::Left(Err(e))) => Wait::Failed(e),
+        // Whatever the handler left unread is still read (and framed), so the next
+        // request starts where it should.
+        if failed.is_none() {
+            if let Err(f) = body_io.pump(&mut reader, false).await {
+                failed = Some(f);
+            }
+        }
+        match (written, failed) {
+            (Some(w), None) => Ok((w, head)),
+            (_, Some(Fail::Http(e))) => {
+                self.refuse(&e);
+                Err(Step::Close)
+            }
+            (_, Some(Fail::Abort)) | (None, None) => Err(Step::Abort),
         }
     }
 
-    /// Sends the output buffer in one operation (bounded by the send timeout).
+    /// Starts sending what is in the output buffer in one background send (waiting,
+    /// within the send timeout, for the one in flight to end); the buffer goes back to
+    /// the pool once sent. False if the connection must be dropped.
     async fn flush(&mut self) -> bool {
-        let buf = std::mem::take(&mut self.out);
-        match timeout(self.shared.cfg.send_timeout, self.t.send(buf)).await {
-            Ok((Ok(()), mut b)) => {
-                b.clear();
-                self.out = b;
+        let Some(buf) = self.out.take() else {
+            return true;
+        };
+        if buf.is_empty() {
+            return true;
+        }
+        let mut now = Some(coarse_now());
+        let send_ns = nanos(self.shared.cfg.send_timeout);
+        // The one in flight has had its time already.
+        let deadline = self
+            .send_deadline
+            .unwrap_or_else(|| now.unwrap_or(0) + send_ns);
+        // One poll function for the send and its deadline (as in `wait_input`).
+        let sent = {
+            let mut send = pin!(self.t.send(buf));
+            let timer = &mut self.timer;
+            poll_fn(|cx| {
+                if let Poll::Ready(r) = send.as_mut().poll(cx) {
+                    return Poll::Ready(Ok(r));
+                }
+                let now = now.take().unwrap_or_else(coarse_now);
+                timer.poll_timer(cx, now, deadline).map(Err)
+            })
+            .await
+        };
+        match sent {
+            Ok(Ok(())) => {
+                self.send_deadline = Some(coarse_now() + send_ns);
                 true
             }
-            Ok((Err(e), _)) => {
-                self.io_failed(&e);
+            Ok(Err(e)) => {
+                io_failed(&self.shared, &e);
                 false
             }
-            Err(_) => {
+            Err(Elapsed) => {
                 self.shared.stats.send_timeout();
+                self.t.abort();
+                false
+            }
+        }
+    }
+
+    /// Waits, within the send timeout, until no send is in flight (before the socket is
+    /// spliced into or closed). False if the connection must be dropped.
+    async fn finish_sends(&mut self) -> bool {
+        let Some(deadline) = self.send_deadline else {
+            return true;
+        };
+        let mut now = Some(coarse_now());
+        let (t, timer) = (&mut self.t, &mut self.timer);
+        let ended = poll_fn(|cx| {
+            if let Poll::Ready(r) = t.poll_flush(cx) {
+                return Poll::Ready(Ok(r));
+            }
+            let now = now.take().unwrap_or_else(coarse_now);
+            timer.poll_timer(cx, now, deadline).map(Err)
+        })
+        .await;
+        self.send_deadline = None;
+        match ended {
+            Ok(Ok(())) => true,
+            Ok(Err(e)) => {
+                io_failed(&self.shared, &e);
+                false
+            }
+            Err(Elapsed) => {
+                self.shared.stats.send_timeout();
+                self.t.abort();
                 false
             }
         }
@@ -445,20 +489,21 @@ impl<T: Transport, H: Handler> Conn<T, H> {
                     if chunk.is_empty() {
                         continue;
                     }
+                    let out = self.out.get_or_insert_with(PooledBuf::take);
                     match framing {
                         StreamFraming::Length(n) => {
                             if sent + chunk.len() as u64 > n {
                                 return None;
                             }
-                            self.out.extend_from_slice(&chunk);
+                            out.extend_from_slice(&chunk);
                         }
                         StreamFraming::Chunked => {
-                            push_hex(&mut self.out, chunk.len() as u64);
-                            self.out.extend_from_slice(b"\r\n");
-                            self.out.extend_from_slice(&chunk);
-                            self.out.extend_from_slice(b"\r\n");
+                            push_hex(out, chunk.len() as u64);
+                            out.extend_from_slice(b"\r\n");
+                            out.extend_from_slice(&chunk);
+                            out.extend_from_slice(b"\r\n");
                         }
-                        StreamFraming::Close => self.out.extend_from_slice(&chunk),
+                        StreamFraming::Close => out.extend_from_slice(&chunk),
                     }
                     sent += chunk.len() as u64;
                     if !self.flush().await {
@@ -469,7 +514,10 @@ impl<T: Transport, H: Handler> Conn<T, H> {
                 None => {
                     match framing {
                         StreamFraming::Length(n) if n != sent => return None,
-                        StreamFraming::Chunked => self.out.extend_from_slice(b"0\r\n\r\n"),
+                        StreamFraming::Chunked => self
+                            .out
+                            .get_or_insert_with(PooledBuf::take)
+                            .extend_from_slice(b"0\r\n\r\n"),
                         _ => {}
                     }
                     return Some(sent);
@@ -488,7 +536,8 @@ impl<T: Transport, H: Handler> Conn<T, H> {
         end: u64,
         sock: std::os::fd::RawFd,
     ) -> Option<u64> {
-        if !self.out.is_empty() && !self.flush().await {
+        // The head goes first, and all of it before the body is spliced in.
+        if !self.flush().await || !self.finish_sends().await {
             return None;
         }
         if self.pipe.is_none() {
@@ -501,7 +550,7 @@ impl<T: Transport, H: Handler> Conn<T, H> {
             }
         }
         let pipe = self.pipe.as_ref().expect("made above");
-        let limit = self.shared.cfg.send_timeout;
+        let send_ns = nanos(self.shared.cfg.send_timeout);
         let mut pos = start;
         while pos < end {
             let want = (end - pos).min(SPLICE_CHUNK as u64) as usize;
@@ -510,20 +559,25 @@ impl<T: Transport, H: Handler> Conn<T, H> {
                 Ok(0) => return None,
                 Ok(n) => n,
                 Err(e) => {
-                    self.io_failed(&e);
+                    io_failed(&self.shared, &e);
                     return None;
                 }
             };
             pos += left as u64;
             while left > 0 {
-                match timeout(limit, pipe.splice_to(&sock, left)).await {
+                let now = coarse_now();
+                match self
+                    .timer
+                    .run(now, now + send_ns, pipe.splice_to(&sock, left))
+                    .await
+                {
                     Ok(Ok(0)) => return None,
                     Ok(Ok(m)) => left -= m,
                     Ok(Err(e)) => {
-                        self.io_failed(&e);
+                        io_failed(&self.shared, &e);
                         return None;
                     }
-                    Err(_) => {
+                    Err(Elapsed) => {
                         self.shared.stats.send_timeout();
                         return None;
                     }
@@ -538,40 +592,178 @@ impl<T: Transport, H: Handler> Conn<T, H> {
     fn refuse(&mut self, e: &HttpError) {
         tracing::debug!(error = %e, "refusing request");
         self.shared.stats.error(e.class);
-        encode_error(
-            &mut self.out,
-            e.status(),
-            self.shared.cfg.server_name.as_deref(),
-        );
-        if self.shared.cfg.access_log {
-            crate::log::line(self.peer, None, e.status(), 0);
+        let out = self.out.get_or_insert_with(PooledBuf::take);
+        encode_error(out, e.status(), &self.watch.response_context().prefix);
+        if let Some(log) = &self.log {
+            log.line(&self.log_host, None, e.status(), 0);
         }
     }
 
     fn io_failed(&self, e: &io::Error) {
-        if e.kind() == io::ErrorKind::InvalidData {
-            self.shared.stats.tls_error();
-        } else {
-            self.shared.stats.io_error();
-        }
+        io_failed(&self.shared, e);
     }
 
     /// Closes politely: end our direction, then read and discard for a short while so
     /// that unread input does not turn the close into a reset that destroys the last
     /// response in flight.
     async fn linger(&mut self) {
-        if self.shared.cfg.access_log {
-            crate::log::flush();
+        // Every response out before the write side closes.
+        if !self.finish_sends().await {
+            return;
         }
         self.t.close_write().await;
-        let deadline = Instant::now() + std::time::Duration::from_secs(2);
+        let deadline = coarse_now() + LINGER_NS;
         let mut discarded = 0usize;
         while discarded < 1 << 20 {
-            self.input = Input::default();
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.wait_input(left, false).await {
+            self.input.clear();
+            let now = coarse_now();
+            let wait = wait_input(
+                &mut self.t,
+                &mut self.input,
+                &mut self.timer,
+                None,
+                None,
+                now,
+                deadline,
+            );
+            match wait.await {
                 Wait::Data => discarded += self.input.bytes().len(),
                 _ => break,
+            }
+        }
+        self.input.clear();
+    }
+}
+
+/// Runs a body that is whole in `body` (`n` bytes) through the decoder, which ends it.
+/// False if the decoder disagrees (it cannot, for a `Content-Length` body).
+fn whole_body(decoder: &mut RequestDecoder, body: &[u8], n: usize, shared: &Shared) -> bool {
+    let cfg = &shared.cfg;
+    matches!(decoder.decode(body, cfg), Ok((used, Event::Data(0, end))) if used == n && end == n)
+        && matches!(decoder.decode(&body[n..], cfg), Ok((0, Event::BodyEnd)))
+}
+
+fn io_failed(shared: &Shared, e: &io::Error) {
+    if e.kind() == io::ErrorKind::InvalidData {
+        shared.stats.tls_error();
+    } else {
+        shared.stats.io_error();
+    }
+}
+
+/// Waits for input until `deadline` (on the coarse clock; `now` read just before) and,
+/// with a `watch`, until shutdown begins. One poll function for the three, so a wake-up
+/// costs one poll of each, not a stack of futures.
+async fn wait_input<T: Transport>(
+    t: &mut T,
+    input: &mut Input,
+    timer: &mut Deadline,
+    send_deadline: Option<u64>,
+    watch: Option<&Watch>,
+    now: u64,
+    deadline: u64,
+) -> Wait {
+    let mut now = Some(now);
+    let mut recv = pin!(t.recv(input));
+    poll_fn(|cx| {
+        if let Poll::Ready(r) = recv.as_mut().poll(cx) {
+            return Poll::Ready(match r {
+                Ok(0) => Wait::Eof,
+                Ok(_) => Wait::Data,
+                Err(e) => Wait::Failed(e),
+            });
+        }
+        if watch.is_some_and(|w| w.poll_down(cx).is_ready()) {
+            return Poll::Ready(Wait::Down);
+        }
+        // The first poll uses the caller's reading of the clock.
+        let now = now.take().unwrap_or_else(coarse_now);
+        // A background send in flight has its own deadline; it is looked at only once
+        // that has come (looking registers for its end: a wake-up nobody needs
+        // otherwise).
+        let wait_for = send_deadline.map_or(deadline, |s| s.min(deadline));
+        match timer.poll_timer(cx, now, wait_for) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Elapsed) if now < deadline => Poll::Ready(Wait::SendDue),
+            Poll::Ready(Elapsed) => Poll::Ready(Wait::Timeout),
+        }
+    })
+    .await
+}
+
+/// What reading a request body borrows from its connection (all but the output and
+/// the handler, which the handler's response holds meanwhile).
+struct BodyIo<'c, T: Transport> {
+    t: &'c mut T,
+    input: &'c mut Input,
+    decoder: &'c mut RequestDecoder,
+    timer: &'c mut Deadline,
+    shared: &'c Shared,
+}
+
+impl<T: Transport> BodyIo<'_, T> {
+    /// Decodes body bytes into the reader's pipe until the body ends. With `pace`, stops
+    /// reading while the handler has not taken what is queued. Cancel-safe between
+    /// awaits: all state is in `r`, the decoder and the input.
+    async fn pump(&mut self, r: &mut BodyReader, pace: bool) -> Result<(), Fail> {
+        loop {
+            if r.done {
+                return Ok(());
+            }
+            if pace {
+                poll_fn(|cx| r.pipe.poll_space(cx)).await;
+            }
+            let bytes = self.input.bytes();
+            let (used, wait) = match self.decoder.decode(bytes, &self.shared.cfg) {
+                Err(e) => {
+                    r.fail();
+                    return Err(Fail::Http(e));
+                }
+                Ok((n, Event::Data(a, b))) => {
+                    // Nobody left to read it: frame it, drop it.
+                    if r.has_reader() {
+                        r.pipe.push(Bytes::copy_from_slice(&bytes[a..b]));
+                    }
+                    // Decode again before waiting: the body may end right here.
+                    (n, false)
+                }
+                Ok((n, Event::BodyEnd)) => {
+                    self.input.consume(n);
+                    r.finish();
+                    return Ok(());
+                }
+                Ok((n, Event::NeedMore)) => (n, true),
+                Ok((_, Event::Head(_))) => {
+                    r.fail();
+                    return Err(Fail::Abort);
+                }
+            };
+            self.input.consume(used);
+            if wait {
+                if let Err(f) = self.wait_body().await {
+                    r.fail();
+                    return Err(f);
+                }
+            }
+        }
+    }
+
+    /// Waits for body bytes within the body timeout.
+    async fn wait_body(&mut self) -> Result<(), Fail> {
+        self.input.settle();
+        let now = coarse_now();
+        let deadline = now + nanos(self.shared.cfg.body_timeout);
+        match wait_input(self.t, self.input, self.timer, None, None, now, deadline).await {
+            Wait::Data => Ok(()),
+            // No send deadline was given, so none is due.
+            Wait::Eof | Wait::Down | Wait::SendDue => Err(Fail::Abort),
+            Wait::Timeout => Err(Fail::Http(HttpError::new(
+                ErrorClass::BodyTimeout,
+                "body too slow",
+            ))),
+            Wait::Failed(e) => {
+                io_failed(self.shared, &e);
+                Err(Fail::Abort)
             }
         }
     }

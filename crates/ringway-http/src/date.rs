@@ -1,24 +1,85 @@
-//! The `Date` header value, formatted once per second per core (IMF-fixdate).
+//! The `Date` header value and the access log's date, formatted once per second per
+//! core. While a server runs, a ticker task on each core refreshes them at every
+//! second boundary ([`tick`]), so a response reads them without reading a clock;
+//! without a ticker (a lone encoder in a test) they are refreshed on use.
 
-use std::cell::RefCell;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::cell::{Cell, RefCell};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-thread_local! {
-    static CACHE: RefCell<(u64, [u8; 29])> = const { RefCell::new((u64::MAX, [0; 29])) };
+/// The current second in both formats.
+struct Dates {
+    secs: u64,
+    imf: [u8; 29],
+    clf: [u8; 26],
 }
 
-/// Calls `f` with the current IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), reformatted
-/// only when the second changes.
-pub fn with_date<R>(f: impl FnOnce(&[u8; 29]) -> R) -> R {
-    let now = coarse_now();
+thread_local! {
+    static CACHE: RefCell<Dates> = const {
+        RefCell::new(Dates { secs: u64::MAX, imf: [0; 29], clf: [0; 26] })
+    };
+    /// Tickers running on this core (one per server).
+    static TICKERS: Cell<u32> = const { Cell::new(0) };
+    /// Bumped whenever the dates change: what caches of formatted heads compare.
+    static GENERATION: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Calls `f` with the current IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
+pub(crate) fn with_date<R>(f: impl FnOnce(&[u8; 29]) -> R) -> R {
+    with_dates(|d| f(&d.imf))
+}
+
+/// Calls `f` with the current common-log-format date (`06/Nov/1994:08:49:37 +0000`).
+pub(crate) fn with_log_date<R>(f: impl FnOnce(&[u8; 26]) -> R) -> R {
+    with_dates(|d| f(&d.clf))
+}
+
+fn with_dates<R>(f: impl FnOnce(&Dates) -> R) -> R {
+    let ticking = TICKERS.with(Cell::get) > 0;
     CACHE.with(|c| {
-        let mut c = c.borrow_mut();
-        if c.0 != now {
-            c.1 = format_imf(now);
-            c.0 = now;
+        if !ticking {
+            refresh(&mut c.borrow_mut(), coarse_now());
         }
-        f(&c.1)
+        f(&c.borrow())
     })
+}
+
+fn refresh(d: &mut Dates, now: u64) {
+    if d.secs != now {
+        d.imf = format_imf(now);
+        d.clf = format_clf(now);
+        d.secs = now;
+        GENERATION.with(|g| g.set(g.get() + 1));
+    }
+}
+
+/// A number that changes whenever the dates do: something formatted with
+/// [`with_date`] is current while this has not changed.
+pub(crate) fn generation() -> u64 {
+    if TICKERS.with(Cell::get) == 0 {
+        CACHE.with(|c| refresh(&mut c.borrow_mut(), coarse_now()));
+    }
+    GENERATION.with(Cell::get)
+}
+
+/// Keeps this core's dates current until dropped (the server runs it as a task per
+/// core): one wake-up per second.
+pub(crate) async fn tick() {
+    struct Ticking;
+    impl Drop for Ticking {
+        fn drop(&mut self) {
+            TICKERS.with(|t| t.set(t.get() - 1));
+        }
+    }
+    TICKERS.with(|t| t.set(t.get() + 1));
+    let _ticking = Ticking;
+    loop {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        CACHE.with(|c| refresh(&mut c.borrow_mut(), now.as_secs()));
+        let to_next = Duration::from_secs(1) - Duration::from_nanos(now.subsec_nanos().into());
+        ringway::time::sleep(to_next).await;
+    }
 }
 
 /// Seconds since the epoch from the coarse real-time clock (a vDSO read of the last
@@ -65,10 +126,16 @@ pub fn format_imf(secs: u64) -> [u8; 29] {
 }
 
 /// Formats seconds since the epoch for the common log format: `21/Nov/2026:03:53:17 +0000`.
-pub fn format_clf(secs: u64) -> String {
+pub(crate) fn format_clf(secs: u64) -> [u8; 26] {
     let (y, mo, d, h, mi, s) = civil(secs);
-    let m = std::str::from_utf8(MONTHS[(mo - 1) as usize]).unwrap_or("???");
-    format!("{d:02}/{m}/{y:04}:{h:02}:{mi:02}:{s:02} +0000")
+    let mut out = *b"00/Jan/0000:00:00:00 +0000";
+    two(&mut out[0..2], d);
+    out[3..6].copy_from_slice(MONTHS[(mo - 1) as usize]);
+    four(&mut out[7..11], y);
+    two(&mut out[12..14], h);
+    two(&mut out[15..17], mi);
+    two(&mut out[18..20], s);
+    out
 }
 
 const MONTHS: [&[u8; 3]; 12] = [
@@ -118,6 +185,6 @@ mod tests {
         assert_eq!(&format_imf(784_111_777), b"Sun, 06 Nov 1994 08:49:37 GMT");
         assert_eq!(&format_imf(0), b"Thu, 01 Jan 1970 00:00:00 GMT");
         assert_eq!(&format_imf(951_782_400), b"Tue, 29 Feb 2000 00:00:00 GMT");
-        assert_eq!(format_clf(784_111_777), "06/Nov/1994:08:49:37 +0000");
+        assert_eq!(&format_clf(784_111_777), b"06/Nov/1994:08:49:37 +0000");
     }
 }

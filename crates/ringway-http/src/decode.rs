@@ -1,12 +1,12 @@
-//! Whole-buffer request decoding without I/O: the same head parser, framing rules and
-//! chunked decoder the connection uses, applied to a byte string. The property tests
-//! and the fuzz target use it; the connection drives the same pieces incrementally.
+//! Whole-buffer request decoding without I/O: the server's own [`RequestDecoder`]
+//! applied to a byte string, with the requests collected as `http` types. The fuzz
+//! target and tests use it to ask "what would a connection that received these bytes
+//! serve?".
 
-use crate::chunked::{ChunkedDecoder, Decoded};
 use crate::config::Config;
-use crate::error::{ErrorClass, HttpError};
-use crate::framing::BodyKind;
-use crate::head::{parse_head, Head, Parsed};
+use crate::decoder::{Event, RequestDecoder};
+use crate::error::HttpError;
+use crate::head::Head;
 
 /// One request found in a buffer.
 #[derive(Debug, Clone)]
@@ -33,76 +33,54 @@ pub struct Stream {
 /// Decodes every request in `buf` as one connection would.
 pub fn decode_stream(buf: &[u8], cfg: &Config) -> Stream {
     let mut s = Stream::default();
+    let mut decoder = RequestDecoder::new();
     let mut pos = 0;
-    while pos < buf.len() {
-        let (head, n) = match parse_head(&buf[pos..], cfg) {
+    let mut current: Option<DecodedRequest> = None;
+    loop {
+        let (used, event) = match decoder.decode(&buf[pos..], cfg) {
+            Ok(r) => r,
             Err(e) => {
                 s.error = Some(e);
                 return s;
             }
-            Ok(Parsed::Partial) => {
-                s.incomplete = true;
-                return s;
-            }
-            Ok(Parsed::Complete(h, n)) => (h, n),
         };
-        pos += n;
-        let mut body = Vec::new();
-        match head.body {
-            BodyKind::None => {}
-            BodyKind::Length(n) if n > cfg.max_body_size => {
-                s.error = Some(HttpError::new(
-                    ErrorClass::PayloadTooLarge,
-                    "body too large",
-                ));
-                return s;
-            }
-            BodyKind::Length(n) => {
-                let n = n as usize;
-                if buf.len() - pos < n {
-                    s.incomplete = true;
+        let done = match event {
+            Event::Head(raw) => match raw.to_head(&buf[pos..]) {
+                Ok(head) => {
+                    let body = raw.body != crate::BodyKind::None;
+                    current = Some(DecodedRequest {
+                        head,
+                        body: Vec::new(),
+                    });
+                    !body
+                }
+                Err(e) => {
+                    s.error = Some(e);
                     return s;
                 }
-                body.extend_from_slice(&buf[pos..pos + n]);
-                pos += n;
+            },
+            Event::Data(a, b) => {
+                if let Some(r) = current.as_mut() {
+                    r.body.extend_from_slice(&buf[pos + a..pos + b]);
+                }
+                false
             }
-            BodyKind::Chunked => {
-                let mut d = ChunkedDecoder::new(cfg.max_chunk_ext, cfg.max_trailer_size);
-                loop {
-                    match d.decode(&buf[pos..]) {
-                        Err(e) => {
-                            s.error = Some(e);
-                            return s;
-                        }
-                        Ok((n, Decoded::Data(a, b))) => {
-                            if (body.len() + b - a) as u64 > cfg.max_body_size {
-                                s.error = Some(HttpError::new(
-                                    ErrorClass::PayloadTooLarge,
-                                    "body too large",
-                                ));
-                                return s;
-                            }
-                            body.extend_from_slice(&buf[pos + a..pos + b]);
-                            pos += n;
-                        }
-                        Ok((n, Decoded::Done)) => {
-                            pos += n;
-                            break;
-                        }
-                        Ok((_, Decoded::NeedMore)) => {
-                            s.incomplete = true;
-                            return s;
-                        }
-                    }
+            Event::BodyEnd => true,
+            Event::NeedMore => {
+                s.incomplete = pos + used < buf.len() || current.is_some();
+                return s;
+            }
+        };
+        pos += used;
+        if done {
+            if let Some(r) = current.take() {
+                let keep = r.head.keep_alive;
+                s.requests.push(r);
+                if !keep {
+                    s.ignored = buf.len() - pos;
+                    return s;
                 }
             }
         }
-        let keep = head.keep_alive;
-        s.requests.push(DecodedRequest { head: *head, body });
-        if !keep {
-            s.ignored = buf.len() - pos;
-            return s;
-        }
     }
-    s
 }

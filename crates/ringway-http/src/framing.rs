@@ -87,6 +87,8 @@ pub fn parse_length(v: &[u8]) -> Result<u64, HttpError> {
 }
 
 /// RFC 9110 `tchar`.
-pub fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+pub(crate) const fn is_tchar(b: u8) -> bool {
+    matches!(b, b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z'
+        | b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_'
+        | b'`' | b'|' | b'~')
 }

@@ -1,14 +1,26 @@
-//! The handler API: an async function from `http::Request<Body>` to
-//! `http::Response<Body>`. Closures qualify.
+//! The two handler APIs.
+//!
+//! - [`Handler`]: an async function from `http::Request<Body>` to
+//!   `http::Response<Body>`. Closures qualify. The `http` types are built for every
+//!   request (a target copy, a field map, a response field map).
+//! - [`ViewHandler`]: a function of a [`RequestView`] (the request borrowed from the
+//!   input) and a [`Responder`] (the response written straight into the output
+//!   buffer), for when those costs matter. Plain closures returning [`Written`] qualify;
+//!   implement the trait for handlers that need to await.
+//!
+//! The server runs every handler as a [`ViewHandler`]: a [`Handler`] goes through
+//! [`HttpTypes`], which builds the `http` request and sends the `http` response.
 
 use std::future::Future;
 
-use http::{Request, Response};
+use http::{Request, Response, StatusCode};
 
 use crate::body::Body;
+use crate::response::{Responder, Written};
+use crate::view::RequestView;
 
-/// Answers requests. One handler is made per core (see [`Server::start`](crate::Server));
-/// it need not be `Send`.
+/// Answers requests as `http` types. One handler is made per core (see
+/// [`Server::start`](crate::Server::start)); it need not be `Send`.
 pub trait Handler: 'static {
     /// Answers one request.
     fn call(&self, req: Request<Body>) -> impl Future<Output = Response<Body>>;
@@ -21,5 +33,65 @@ where
 {
     fn call(&self, req: Request<Body>) -> impl Future<Output = Response<Body>> {
         self(req)
+    }
+}
+
+/// Answers requests from a borrowed view, writing the response in place. One handler
+/// is made per core (see [`Server::start_view`](crate::Server::start_view)).
+///
+/// A closure `Fn(RequestView<'_>, Responder<'_>) -> Written` is a `ViewHandler` that
+/// answers at once. One that awaits implements the trait:
+///
+/// ```
+/// use ringway_http::{RequestView, Responder, ViewHandler, Written};
+///
+/// struct Echo;
+///
+/// impl ViewHandler for Echo {
+///     async fn call<'a>(&'a self, req: RequestView<'a>, res: Responder<'a>) -> Written {
+///         match req.body_bytes().await {
+///             Ok(body) => res.ok().bytes(&body),
+///             Err(_) => res.status(http::StatusCode::BAD_REQUEST).empty(),
+///         }
+///     }
+/// }
+/// ```
+pub trait ViewHandler: 'static {
+    /// Answers one request.
+    fn call<'a>(
+        &'a self,
+        req: RequestView<'a>,
+        res: Responder<'a>,
+    ) -> impl Future<Output = Written> + 'a;
+}
+
+impl<F> ViewHandler for F
+where
+    F: for<'a> Fn(RequestView<'a>, Responder<'a>) -> Written + 'static,
+{
+    fn call<'a>(
+        &'a self,
+        req: RequestView<'a>,
+        res: Responder<'a>,
+    ) -> impl Future<Output = Written> + 'a {
+        std::future::ready(self(req, res))
+    }
+}
+
+/// A [`Handler`] run as a [`ViewHandler`]: the request is built as `http` types, the
+/// `http` response is written by [`Responder::send`].
+#[derive(Debug, Clone)]
+pub struct HttpTypes<H>(pub H);
+
+impl<H: Handler> ViewHandler for HttpTypes<H> {
+    async fn call<'a>(&'a self, req: RequestView<'a>, res: Responder<'a>) -> Written {
+        match req.into_http() {
+            // Boxed: an `http::Request` and whatever the handler keeps across its awaits
+            // would otherwise be part of every connection's state, idle or not (this API
+            // allocates per request anyway: the target, the field maps).
+            Ok(req) => res.send(Box::pin(self.0.call(req)).await),
+            // The scan checked everything the `http` types need: not expected.
+            Err(_) => res.status(StatusCode::INTERNAL_SERVER_ERROR).empty(),
+        }
     }
 }

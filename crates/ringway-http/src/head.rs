@@ -1,8 +1,14 @@
 //! The request head: httparse for the syntax, then our own checks of the target, the
 //! version, `Host`, and the fields that decide framing and the connection's fate.
 //!
-//! Everything here is pure (bytes in, a parsed head or an [`HttpError`] out), so the
-//! property tests and the fuzz target drive it without sockets.
+//! [`scan_head`] does every check and records what it found as offsets into the bytes
+//! ([`RawHead`]): no allocation and no `http` types, which is what the server runs per
+//! request. [`Head`] is the same head as `http` types, built on demand from a
+//! [`RawHead`] (only handlers that take `http::Request` pay for it). [`parse_head`]
+//! does both at once.
+//!
+//! Everything here is pure (bytes in, a head or an [`HttpError`] out), so the property
+//! tests and the fuzz target drive it without sockets.
 
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
@@ -11,8 +17,235 @@ use http::{Method, Uri, Version};
 use crate::config::{Config, MAX_HEADERS_CAP};
 use crate::error::{ErrorClass, HttpError};
 use crate::framing::{body_kind, BodyKind};
+use crate::request_line::parse_request_line;
 
-/// A parsed and checked request head.
+/// Longest target the `http` crate's `Uri` takes; a longer one is refused with 414
+/// here, so that building a `Uri` from a scanned head cannot fail.
+const MAX_TARGET: usize = u16::MAX as usize - 1;
+
+/// Longest field name the `http` crate's `HeaderName` takes.
+const MAX_NAME: usize = 1 << 16;
+
+/// A request head that passed every check, as offsets into the bytes it was scanned
+/// from (see [`scan_head`]). Read it through [`crate::RequestView`], or turn it into
+/// `http` types with [`RawHead::to_head`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawHead {
+    /// Bytes the head takes: request line, field lines and the empty line.
+    pub len: usize,
+    method_start: u32,
+    method_len: u16,
+    target_start: u32,
+    target_len: u32,
+    /// Length of the path in an origin-form target (before `?`); `u32::MAX` for the
+    /// other forms.
+    path_len: u32,
+    fields_start: u32,
+    fields: u16,
+    /// HTTP/1.0 or HTTP/1.1.
+    pub version: Version,
+    /// How the body is framed.
+    pub body: BodyKind,
+    /// Whether the client allows the connection to stay open after this exchange.
+    pub keep_alive: bool,
+    /// `Expect: 100-continue` on an HTTP/1.1 request.
+    pub expect_continue: bool,
+    /// The method is `HEAD` (the response gets no body).
+    pub is_head: bool,
+}
+
+/// The outcome of scanning a head from the start of a buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scanned {
+    /// A whole head.
+    Complete(RawHead),
+    /// Not enough bytes yet (and none of the limits is exceeded).
+    Partial,
+}
+
+impl RawHead {
+    /// The method token.
+    pub fn method<'a>(&self, head: &'a [u8]) -> &'a str {
+        let s = self.method_start as usize;
+        as_str(&head[s..s + self.method_len as usize])
+    }
+
+    /// The request target, as sent.
+    pub fn target<'a>(&self, head: &'a [u8]) -> &'a str {
+        let s = self.target_start as usize;
+        as_str(&head[s..s + self.target_len as usize])
+    }
+
+    /// The field lines as `(name, value)`, in order, values without surrounding
+    /// whitespace.
+    pub fn fields<'a>(&self, head: &'a [u8]) -> Fields<'a> {
+        Fields(self.raw_fields(head))
+    }
+
+    /// The field lines as byte strings (no UTF-8 check of the names).
+    pub(crate) fn raw_fields<'a>(&self, head: &'a [u8]) -> RawFields<'a> {
+        let end = self.len.min(head.len());
+        let start = (self.fields_start as usize).min(end);
+        RawFields {
+            rest: &head[start..end],
+            left: self.fields,
+        }
+    }
+
+    /// How many field lines the head has.
+    pub fn field_count(&self) -> usize {
+        self.fields as usize
+    }
+
+    /// The same head as `http` types (allocates: the target, the field map).
+    pub fn to_head(&self, head: &[u8]) -> Result<Head, HttpError> {
+        let method = Method::from_bytes(self.method(head).as_bytes())
+            .map_err(|_| HttpError::bad("bad method"))?;
+        let uri = Uri::from_maybe_shared(Bytes::copy_from_slice(self.target(head).as_bytes()))
+            .map_err(|_| HttpError::bad("bad target"))?;
+        Ok(Head {
+            method,
+            uri,
+            version: self.version,
+            headers: self.header_map(head)?,
+            body: self.body,
+            keep_alive: self.keep_alive,
+            expect_continue: self.expect_continue,
+        })
+    }
+
+    /// The method, from the very bytes this head was scanned from.
+    ///
+    /// # Safety
+    ///
+    /// `head` must start with the bytes [`scan_head`] returned this head for (which
+    /// checked the method to be an ASCII token).
+    pub(crate) unsafe fn method_unchecked<'a>(&self, head: &'a [u8]) -> &'a str {
+        let s = self.method_start as usize;
+        let b = &head[s..s + self.method_len as usize];
+        debug_assert!(b.is_ascii());
+        // SAFETY: ASCII, as the caller guarantees.
+        unsafe { std::str::from_utf8_unchecked(b) }
+    }
+
+    /// The target, from the very bytes this head was scanned from.
+    ///
+    /// # Safety
+    ///
+    /// As for [`method_unchecked`](Self::method_unchecked) (the target was checked to be
+    /// visible ASCII).
+    pub(crate) unsafe fn target_unchecked<'a>(&self, head: &'a [u8]) -> &'a str {
+        let s = self.target_start as usize;
+        let b = &head[s..s + self.target_len as usize];
+        debug_assert!(b.is_ascii());
+        // SAFETY: ASCII, as the caller guarantees.
+        unsafe { std::str::from_utf8_unchecked(b) }
+    }
+
+    /// Length of the path of an origin-form target (before any `?`), if it is one.
+    pub(crate) fn origin_path_len(&self) -> Option<usize> {
+        (self.path_len != u32::MAX).then_some(self.path_len as usize)
+    }
+
+    /// The fields as an `http` map.
+    pub fn header_map(&self, head: &[u8]) -> Result<HeaderMap, HttpError> {
+        let mut map = HeaderMap::with_capacity(self.fields as usize);
+        for (name, value) in self.raw_fields(head) {
+            let name =
+                HeaderName::from_bytes(name).map_err(|_| HttpError::bad("invalid field name"))?;
+            let value = HeaderValue::from_bytes(value)
+                .map_err(|_| HttpError::bad("invalid field value"))?;
+            map.append(name, value);
+        }
+        Ok(map)
+    }
+
+    /// Fills an `http` request's method, target and fields from one copy of the head:
+    /// the target and every value are slices of it, not copies of their own. (In place:
+    /// the `http` types are large, and moving them around costs.)
+    pub(crate) fn fill_http<B>(
+        &self,
+        head: &[u8],
+        req: &mut http::Request<B>,
+    ) -> Result<(), HttpError> {
+        *req.method_mut() =
+            Method::from_bytes(&head[self.method_start as usize..][..self.method_len as usize])
+                .map_err(|_| HttpError::bad("bad method"))?;
+        *req.version_mut() = self.version;
+        let shared = Bytes::copy_from_slice(&head[..self.len]);
+        let t = self.target_start as usize;
+        *req.uri_mut() = Uri::from_maybe_shared(shared.slice(t..t + self.target_len as usize))
+            .map_err(|_| HttpError::bad("bad target"))?;
+        let map = req.headers_mut();
+        map.reserve(self.fields as usize);
+        let base = head.as_ptr() as usize;
+        for (name, value) in self.raw_fields(head) {
+            let name =
+                HeaderName::from_bytes(name).map_err(|_| HttpError::bad("invalid field name"))?;
+            let at = value.as_ptr() as usize - base;
+            let value = shared.slice(at..at + value.len());
+            // SAFETY: the http crate's contract (not memory safety): httparse admitted
+            // exactly the bytes a HeaderValue may hold (HTAB, SP to `~`, 0x80 and up);
+            // debug builds check again.
+            let value = unsafe { HeaderValue::from_maybe_shared_unchecked(value) };
+            map.append(name, value);
+        }
+        Ok(())
+    }
+}
+
+/// The field lines of a scanned head (see [`RawHead::fields`]).
+#[derive(Debug, Clone)]
+pub struct Fields<'a>(RawFields<'a>);
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = (&'a str, &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(|(n, v)| (as_str(n), v))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+
+/// The field lines as byte strings.
+#[derive(Debug, Clone)]
+pub(crate) struct RawFields<'a> {
+    rest: &'a [u8],
+    left: u16,
+}
+
+impl<'a> Iterator for RawFields<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        // The head was checked: every line is `name:value` ending in LF (CR LF or a
+        // bare LF), with no obs-fold, so splitting needs no further care.
+        let nl = self.rest.iter().position(|&b| b == b'\n')?;
+        let line = &self.rest[..nl];
+        self.rest = &self.rest[nl + 1..];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let colon = line.iter().position(|&b| b == b':')?;
+        Some((&line[..colon], trim_ows(&line[colon + 1..])))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.left as usize))
+    }
+}
+
+/// Bytes the scanner checked to be ASCII tokens or target characters.
+fn as_str(b: &[u8]) -> &str {
+    std::str::from_utf8(b).unwrap_or("")
+}
+
+/// A parsed and checked request head, as `http` types.
 #[derive(Debug, Clone)]
 pub struct Head {
     /// The method.
@@ -40,130 +273,129 @@ pub enum Parsed {
     Partial,
 }
 
-/// Parses a request head from the start of `buf`.
+/// Parses a request head from the start of `buf` into `http` types: [`scan_head`], then
+/// [`RawHead::to_head`].
 pub fn parse_head(buf: &[u8], cfg: &Config) -> Result<Parsed, HttpError> {
-    // The request line limit first: a long target is 414, whatever else is wrong.
-    let line_end = memchr_nl(buf);
-    match line_end {
-        Some(i) if i > cfg.max_request_line => {
-            return Err(HttpError::new(
-                ErrorClass::UriTooLong,
-                "request line too long",
-            ))
+    match scan_head(buf, cfg)? {
+        Scanned::Partial => Ok(Parsed::Partial),
+        Scanned::Complete(raw) => Ok(Parsed::Complete(Box::new(raw.to_head(buf)?), raw.len)),
+    }
+}
+
+/// Field slots tried first: enough for most heads, cheap to initialise. A head with
+/// more fields is parsed again with room for [`Config::max_headers`].
+const FEW_FIELDS: usize = 16;
+
+/// Scans and checks a request head at the start of `buf`, allocating nothing (unless
+/// the head has `Transfer-Encoding`, or a target in absolute or authority form).
+pub fn scan_head(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
+    let line = match parse_request_line(buf, &TARGET_CLASS) {
+        Ok(Some(line)) => line,
+        Ok(None) => return partial(buf, cfg),
+        // The line may still be arriving: `HTTP/2` could become `HTTP/2.0` (505).
+        Err(httparse::Error::Version) if memchr_nl(buf).is_none() && version_may_follow(buf) => {
+            return partial(buf, cfg)
         }
-        None if buf.len() > cfg.max_request_line => {
-            return Err(HttpError::new(
-                ErrorClass::UriTooLong,
-                "request line too long",
-            ))
-        }
-        _ => {}
+        Err(e) => return Err(head_error(buf, cfg, e)),
+    };
+    if line.len - 1 > cfg.max_request_line {
+        return Err(HttpError::new(
+            ErrorClass::UriTooLong,
+            "request line too long",
+        ));
     }
     let max = cfg.max_headers.min(MAX_HEADERS_CAP);
-    // Uninitialised field slots: initialising 128 of them per request costs more than
-    // parsing a small head.
-    let mut fields =
-        [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS_CAP];
-    let mut req = httparse::Request::new(&mut []);
-    let status = match req.parse_with_uninit_headers(buf, &mut fields[..max]) {
-        Ok(s) => s,
-        Err(httparse::Error::TooManyHeaders) => {
-            return Err(HttpError::new(
-                ErrorClass::HeaderTooLarge,
-                "too many fields",
-            ))
+    let rest = &buf[line.len..];
+    let mut few = [httparse::EMPTY_HEADER; FEW_FIELDS];
+    let mut many;
+    let parsed = match httparse::parse_headers(rest, &mut few[..max.min(FEW_FIELDS)]) {
+        Err(httparse::Error::TooManyHeaders) if max > FEW_FIELDS => {
+            many = [httparse::EMPTY_HEADER; MAX_HEADERS_CAP];
+            httparse::parse_headers(rest, &mut many[..max])
         }
-        Err(httparse::Error::Version) => {
-            // The line may still be arriving: `HTTP/2` could become `HTTP/2.0` (505).
-            if line_end.is_none() && version_may_follow(buf) {
-                return Ok(Parsed::Partial);
-            }
-            return Err(version_error(buf));
-        }
-        Err(httparse::Error::Token) => return Err(HttpError::bad("invalid token")),
-        Err(httparse::Error::HeaderName) => return Err(HttpError::bad("invalid field name")),
-        Err(httparse::Error::HeaderValue) => return Err(HttpError::bad("invalid field value")),
-        Err(httparse::Error::NewLine) => return Err(HttpError::bad("invalid line ending")),
-        Err(_) => return Err(HttpError::bad("malformed head")),
+        other => other,
     };
-    let len = match status {
-        httparse::Status::Complete(n) => n,
-        httparse::Status::Partial => {
-            if buf.len() > cfg.max_head_size {
-                return Err(HttpError::new(ErrorClass::HeaderTooLarge, "head too large"));
-            }
-            return Ok(Parsed::Partial);
-        }
+    let (fields_len, fields) = match parsed {
+        Ok(httparse::Status::Complete(r)) => r,
+        Ok(httparse::Status::Partial) => return partial(buf, cfg),
+        Err(e) => return Err(head_error(buf, cfg, e)),
     };
+    let len = line.len + fields_len;
     if len > cfg.max_head_size {
         return Err(HttpError::new(ErrorClass::HeaderTooLarge, "head too large"));
     }
-    let head_bytes = &buf[..len];
-    // Belt and braces over httparse: no NUL, no CR without LF, anywhere in the head.
-    check_nul_and_bare_cr(head_bytes)?;
-    let method = req
-        .method
-        .ok_or_else(|| HttpError::bad("no method"))
-        .and_then(|m| Method::from_bytes(m.as_bytes()).map_err(|_| HttpError::bad("bad method")))?;
-    let version = match req.version {
-        Some(0) => Version::HTTP_10,
-        Some(1) => Version::HTTP_11,
-        _ => return Err(HttpError::bad("bad version")),
+    // httparse refuses NUL and a CR without LF anywhere in the field lines (names are
+    // tokens, values exclude controls, line ends are CR LF or LF), and so does the
+    // request line's parser: checked again only in debug builds, and by the fuzz
+    // target.
+    debug_assert!(no_nul_or_bare_cr(&buf[..len]), "a control got through");
+    let method = &buf[line.method_start..line.method_start + line.method_len];
+    let version = if line.minor == 1 {
+        Version::HTTP_11
+    } else {
+        Version::HTTP_10
     };
-    let target = req.path.ok_or_else(|| HttpError::bad("no target"))?;
-    let uri = parse_target(&method, target)?;
+    let target = &buf[line.target_start..line.target_start + line.target_len];
+    if target.len() > MAX_TARGET {
+        return Err(HttpError::new(ErrorClass::UriTooLong, "target too long"));
+    }
+    let path_len = match line.origin_path {
+        Some(n) => Some(n),
+        None if target[0] == b'/' => return Err(HttpError::bad("invalid target")),
+        None => check_other_target(method, target)?,
+    };
 
-    let mut headers = HeaderMap::with_capacity(req.headers.len());
-    let mut hosts = 0;
-    let mut lengths: Vec<&[u8]> = Vec::new();
+    let mut hosts = 0u32;
+    let mut lengths = 0u32;
+    let mut length: &[u8] = &[];
     let mut codings: Option<Vec<u8>> = None;
     let mut close = false;
     let mut keep_alive_token = false;
     let mut expect_continue = false;
-    for f in req.headers.iter() {
-        if f.name.len() + f.value.len() > cfg.max_field_size {
+    for f in fields.iter() {
+        let name = f.name.as_bytes();
+        if name.len() + f.value.len() > cfg.max_field_size || name.len() >= MAX_NAME {
             return Err(HttpError::new(
                 ErrorClass::HeaderTooLarge,
                 "field too large",
             ));
         }
-        let name = HeaderName::from_bytes(f.name.as_bytes())
-            .map_err(|_| HttpError::bad("invalid field name"))?;
-        if f.value.iter().any(|&b| b == b'\r' || b == b'\n' || b == 0) {
-            return Err(HttpError::bad("control byte in field value"));
-        }
-        let value =
-            HeaderValue::from_bytes(f.value).map_err(|_| HttpError::bad("invalid field value"))?;
-        if name == http::header::HOST {
-            hosts += 1;
-        } else if name == http::header::CONTENT_LENGTH {
-            lengths.push(f.value);
-        } else if name == http::header::TRANSFER_ENCODING {
-            let c = codings.get_or_insert_with(Vec::new);
-            if !c.is_empty() {
-                c.push(b',');
+        // Only five names matter here; the length picks the one to compare with.
+        match name.len() {
+            4 if name.eq_ignore_ascii_case(b"host") => hosts += 1,
+            14 if name.eq_ignore_ascii_case(b"content-length") => {
+                lengths += 1;
+                length = f.value;
             }
-            c.extend_from_slice(f.value);
-        } else if name == http::header::CONNECTION {
-            for token in f.value.split(|&b| b == b',') {
-                let t = trim_ows(token);
-                if t.eq_ignore_ascii_case(b"close") {
-                    close = true;
-                } else if t.eq_ignore_ascii_case(b"keep-alive") {
-                    keep_alive_token = true;
+            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+                let c = codings.get_or_insert_with(Vec::new);
+                if !c.is_empty() {
+                    c.push(b',');
+                }
+                c.extend_from_slice(f.value);
+            }
+            10 if name.eq_ignore_ascii_case(b"connection") => {
+                for token in f.value.split(|&b| b == b',') {
+                    let t = trim_ows(token);
+                    if t.eq_ignore_ascii_case(b"close") {
+                        close = true;
+                    } else if t.eq_ignore_ascii_case(b"keep-alive") {
+                        keep_alive_token = true;
+                    }
                 }
             }
-        } else if name == http::header::EXPECT {
-            if trim_ows(f.value).eq_ignore_ascii_case(b"100-continue") {
-                expect_continue = version == Version::HTTP_11;
-            } else {
-                return Err(HttpError::new(
-                    ErrorClass::ExpectationFailed,
-                    "unsupported expectation",
-                ));
+            6 if name.eq_ignore_ascii_case(b"expect") => {
+                if trim_ows(f.value).eq_ignore_ascii_case(b"100-continue") {
+                    expect_continue = version == Version::HTTP_11;
+                } else {
+                    return Err(HttpError::new(
+                        ErrorClass::ExpectationFailed,
+                        "unsupported expectation",
+                    ));
+                }
             }
+            _ => {}
         }
-        headers.append(name, value);
     }
     if version == Version::HTTP_11 && hosts != 1 {
         return Err(HttpError::bad("HTTP/1.1 needs exactly one Host"));
@@ -171,23 +403,75 @@ pub fn parse_head(buf: &[u8], cfg: &Config) -> Result<Parsed, HttpError> {
     if hosts > 1 {
         return Err(HttpError::bad("duplicate Host"));
     }
-    let body = body_kind(version, &lengths, codings.as_deref())?;
+    let body = match (lengths, &codings) {
+        (0, None) => BodyKind::None,
+        (0, Some(c)) => body_kind(version, &[], Some(c))?,
+        (1, c) => body_kind(version, &[length], c.as_deref())?,
+        (_, Some(c)) => body_kind(version, &[length, length], Some(c))?,
+        (_, None) => return Err(HttpError::bad("several Content-Length fields")),
+    };
     let keep_alive = match version {
         Version::HTTP_11 => !close,
         _ => keep_alive_token && !close,
     };
-    Ok(Parsed::Complete(
-        Box::new(Head {
-            method,
-            uri,
-            version,
-            headers,
-            body,
-            keep_alive,
-            expect_continue,
-        }),
+    Ok(Scanned::Complete(RawHead {
         len,
-    ))
+        method_start: line.method_start as u32,
+        method_len: line.method_len as u16,
+        target_start: line.target_start as u32,
+        target_len: line.target_len as u32,
+        path_len: path_len.map_or(u32::MAX, |n| n as u32),
+        fields_start: line.len as u32,
+        fields: fields.len() as u16,
+        version,
+        body,
+        keep_alive,
+        expect_continue,
+        is_head: method == b"HEAD",
+    }))
+}
+
+/// More bytes are needed, unless the head is already over a limit.
+fn partial(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
+    check_line_limit(buf, cfg)?;
+    if buf.len() > cfg.max_head_size {
+        return Err(HttpError::new(ErrorClass::HeaderTooLarge, "head too large"));
+    }
+    Ok(Scanned::Partial)
+}
+
+/// The error for what the parsers refused (the request line limit first: a long target
+/// is 414, whatever else is wrong).
+fn head_error(buf: &[u8], cfg: &Config, e: httparse::Error) -> HttpError {
+    if let Err(long) = check_line_limit(buf, cfg) {
+        return long;
+    }
+    match e {
+        httparse::Error::TooManyHeaders => {
+            HttpError::new(ErrorClass::HeaderTooLarge, "too many fields")
+        }
+        httparse::Error::Version => version_error(buf),
+        httparse::Error::Token => HttpError::bad("invalid token"),
+        httparse::Error::HeaderName => HttpError::bad("invalid field name"),
+        httparse::Error::HeaderValue => HttpError::bad("invalid field value"),
+        httparse::Error::NewLine => HttpError::bad("invalid line ending"),
+        _ => HttpError::bad("malformed head"),
+    }
+}
+
+/// 414 if the request line (complete or still arriving) is longer than the limit.
+fn check_line_limit(buf: &[u8], cfg: &Config) -> Result<(), HttpError> {
+    let too_long = match memchr_nl(buf) {
+        Some(i) => i > cfg.max_request_line,
+        None => buf.len() > cfg.max_request_line,
+    };
+    if too_long {
+        return Err(HttpError::new(
+            ErrorClass::UriTooLong,
+            "request line too long",
+        ));
+    }
+    Ok(())
 }
 
 fn memchr_nl(buf: &[u8]) -> Option<usize> {
@@ -195,27 +479,32 @@ fn memchr_nl(buf: &[u8]) -> Option<usize> {
 }
 
 /// No NUL anywhere in the head, and a CR always followed by LF.
-fn check_nul_and_bare_cr(head: &[u8]) -> Result<(), HttpError> {
-    for (i, &b) in head.iter().enumerate() {
-        if b <= b'\r' {
-            if b == 0 {
-                return Err(HttpError::bad("NUL in head"));
-            }
-            if b == b'\r' && head.get(i + 1) != Some(&b'\n') {
-                return Err(HttpError::bad("bare CR in head"));
-            }
-        }
-    }
-    Ok(())
+pub(crate) fn no_nul_or_bare_cr(head: &[u8]) -> bool {
+    head.iter()
+        .enumerate()
+        .all(|(i, &b)| b != 0 && (b != b'\r' || head.get(i + 1) == Some(&b'\n')))
 }
 
 /// Whether the unfinished request line ends in a prefix of `HTTP/d.d`.
+///
+/// The version field is what follows `METHOD SP target SP` (a version error comes only
+/// after both parsed), not merely the last word: `NTz (q \x9a ` has a version field,
+/// `\x9a `, that no byte can complete, although its last word is empty.
 fn version_may_follow(buf: &[u8]) -> bool {
-    let last = buf.rsplit(|&b| b == b' ').next().unwrap_or(buf);
-    let last = last.strip_suffix(b"\r").unwrap_or(last);
+    let start = buf
+        .iter()
+        .position(|&b| b != b'\r' && b != b'\n')
+        .unwrap_or(0);
+    let mut fields = buf[start..].splitn(3, |&b| b == b' ');
+    let (Some(_method), Some(_target), Some(version)) =
+        (fields.next(), fields.next(), fields.next())
+    else {
+        return false;
+    };
+    let version = version.strip_suffix(b"\r").unwrap_or(version);
     let pattern = b"HTTP/0.0";
-    last.len() <= pattern.len()
-        && last.iter().zip(pattern).all(|(&b, &p)| match p {
+    version.len() <= pattern.len()
+        && version.iter().zip(pattern).all(|(&b, &p)| match p {
             b'0' => b.is_ascii_digit(),
             _ => b == p,
         })
@@ -280,30 +569,45 @@ fn version_error(buf: &[u8]) -> HttpError {
     }
 }
 
-/// The four target forms of RFC 9112 §3.2, each only where it belongs.
-fn parse_target(method: &Method, target: &str) -> Result<Uri, HttpError> {
-    let bytes = target.as_bytes();
-    if bytes.is_empty()
-        || bytes
-            .iter()
-            .any(|&b| !(0x21..=0x7e).contains(&b) || b == b'#')
-    {
-        return Err(HttpError::bad("invalid target bytes"));
+/// Byte classes of an origin-form target: bit 0, allowed in the path; bit 1, allowed in
+/// the query. The same sets the `http` crate's `Uri` accepts (so a target that passes
+/// here always becomes a `Uri`), within what RFC 9112 allows on the wire (visible
+/// ASCII, no fragment).
+pub(crate) const TARGET_CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0x21;
+    while b <= 0x7e {
+        let path = matches!(b, 0x21 | 0x22 | 0x24..=0x3b | 0x3d | 0x40..=0x5f | 0x61..=0x7e);
+        let query = matches!(b, 0x21 | 0x24..=0x3b | 0x3d | 0x3f..=0x7e);
+        t[b] = path as u8 | (query as u8) << 1;
+        b += 1;
     }
-    let ok_form = if bytes[0] == b'/' {
-        true
-    } else if bytes == b"*" {
-        method == Method::OPTIONS
-    } else if *method == Method::CONNECT {
+    t
+};
+
+/// The target forms of RFC 9112 §3.2 other than origin form (which the request line's
+/// parser checked), each only where it belongs.
+fn check_other_target(method: &[u8], bytes: &[u8]) -> Result<Option<usize>, HttpError> {
+    let bad = || HttpError::bad("invalid target");
+    if bytes
+        .iter()
+        .any(|&b| !(0x21..=0x7e).contains(&b) || b == b'#')
+    {
+        return Err(bad());
+    }
+    let form_ok = if bytes == b"*" {
+        method == b"OPTIONS"
+    } else if method == b"CONNECT" {
         true
     } else {
         let lower = bytes.to_ascii_lowercase();
         lower.starts_with(b"http://") || lower.starts_with(b"https://")
     };
-    if !ok_form {
+    if !form_ok {
         return Err(HttpError::bad("invalid target form"));
     }
-    Uri::from_maybe_shared(Bytes::copy_from_slice(bytes)).map_err(|_| HttpError::bad("bad target"))
+    // Rare forms: let the `http` crate judge them, as it will build them.
+    Uri::try_from(bytes).map(|_| None).map_err(|_| bad())
 }
 
 /// Trims optional whitespace (SP and HTAB only: never NBSP or other bytes).
@@ -315,4 +619,86 @@ pub(crate) fn trim_ows(mut v: &[u8]) -> &[u8] {
         v = rest;
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scan(b: &[u8]) -> Result<Scanned, HttpError> {
+        scan_head(b, &Config::default())
+    }
+
+    /// Found by the fuzz target: the whole input waited for more, its first 8 bytes were
+    /// refused. A version field that no byte can complete is refused either way.
+    #[test]
+    fn a_version_field_that_cannot_complete_is_refused_at_once() {
+        for b in [&b"NTz (q \x9a "[..], b"NTz (q \x9a", b"GET / HTTP/1.1 "] {
+            assert!(scan(b).is_err(), "{:?}", String::from_utf8_lossy(b));
+        }
+        // While a later major version may still arrive, the head waits (505 then).
+        for b in [&b"GET / HTTP/2"[..], b"GET / HTTP/", b"GET / H", b"GET / "] {
+            assert_eq!(
+                scan(b),
+                Ok(Scanned::Partial),
+                "{:?}",
+                String::from_utf8_lossy(b)
+            );
+        }
+    }
+
+    #[test]
+    fn offsets_and_fields() {
+        let b = b"POST /a?b=c HTTP/1.1\r\nHost: x\r\nX-A:  1 \r\nContent-Length: 3\r\n\r\nabc";
+        let Ok(Scanned::Complete(h)) = scan(b) else {
+            panic!("scans")
+        };
+        assert_eq!(h.len, b.len() - 3);
+        assert_eq!(h.method(b), "POST");
+        assert_eq!(h.target(b), "/a?b=c");
+        assert_eq!(h.body, BodyKind::Length(3));
+        let f: Vec<_> = h.fields(b).collect();
+        assert_eq!(
+            f,
+            vec![
+                ("Host", &b"x"[..]),
+                ("X-A", &b"1"[..]),
+                ("Content-Length", &b"3"[..])
+            ]
+        );
+        let head = h.to_head(b).unwrap();
+        assert_eq!(head.uri, "/a?b=c");
+        assert_eq!(head.headers.len(), 3);
+        // No fields at all (HTTP/1.0), bare LF line endings.
+        let b = b"GET / HTTP/1.0\n\n";
+        let Ok(Scanned::Complete(h)) = scan(b) else {
+            panic!("scans")
+        };
+        assert_eq!(
+            (h.len, h.fields(b).count(), h.keep_alive),
+            (b.len(), 0, false)
+        );
+    }
+
+    /// Every byte the scanner lets into an origin-form target, and only those, makes a
+    /// `Uri`: building one from a scanned head cannot fail.
+    #[test]
+    fn target_bytes_agree_with_uri() {
+        for b in 0u8..=255 {
+            for t in [vec![b'/', b], vec![b'/', b'?', b]] {
+                let req = [b"GET ", &t[..], b" HTTP/1.1\r\nHost: a\r\n\r\n"].concat();
+                let ours = matches!(scan(&req), Ok(Scanned::Complete(_)));
+                if ours {
+                    assert!(
+                        Uri::try_from(&t[..]).is_ok(),
+                        "{t:?} passes the scan but is no Uri"
+                    );
+                }
+                let on_wire = (0x21..=0x7e).contains(&b) && b != b'#';
+                if on_wire && Uri::try_from(&t[..]).is_ok() {
+                    assert!(ours, "{t:?} is a Uri but the scan refuses it");
+                }
+            }
+        }
+    }
 }

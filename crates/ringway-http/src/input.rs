@@ -1,16 +1,18 @@
 //! The connection's input: bytes received but not yet consumed.
 //!
 //! A received pool buffer is parsed in place while it is the only input; when something
-//! is left over (a request straddling two receives), the rest is copied into the
-//! connection's own buffer and the pool buffer goes back to the ring at once. So an idle
-//! connection never holds a pool buffer.
+//! is left over (a request straddling two receives), the rest is copied into a buffer
+//! lent by the core's pool and the pool buffer goes back to the ring at once. Both go
+//! back as soon as everything is consumed, so an idle connection holds neither.
 
 use ringway::buf::PoolBuf;
+
+use crate::buffers::PooledBuf;
 
 /// Unconsumed input of one connection.
 #[derive(Debug, Default)]
 pub(crate) struct Input {
-    own: Vec<u8>,
+    own: Option<PooledBuf>,
     pos: usize,
     pool: Option<PoolBuf>,
     ppos: usize,
@@ -18,71 +20,84 @@ pub(crate) struct Input {
 
 impl Input {
     /// The unconsumed bytes, contiguous.
-    pub fn bytes(&self) -> &[u8] {
-        match &self.pool {
-            Some(p) => &p[self.ppos..],
-            None => &self.own[self.pos..],
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match (&self.pool, &self.own) {
+            (Some(p), _) => &p[self.ppos..],
+            (None, Some(o)) => &o[self.pos..],
+            (None, None) => &[],
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.bytes().is_empty()
     }
 
-    /// Marks `n` bytes consumed.
-    pub fn consume(&mut self, n: usize) {
-        match &self.pool {
-            Some(p) => {
-                self.ppos += n;
-                debug_assert!(self.ppos <= p.len());
-                if self.ppos >= p.len() {
-                    self.pool = None;
-                    self.ppos = 0;
-                }
+    /// Marks `n` bytes consumed; a buffer consumed to its end goes back at once.
+    pub(crate) fn consume(&mut self, n: usize) {
+        if let Some(p) = &self.pool {
+            self.ppos += n;
+            debug_assert!(self.ppos <= p.len());
+            if self.ppos >= p.len() {
+                self.pool = None;
+                self.ppos = 0;
             }
-            None => {
-                self.pos += n;
-                debug_assert!(self.pos <= self.own.len());
-                if self.pos >= self.own.len() {
-                    self.own.clear();
-                    self.pos = 0;
-                }
+        } else if let Some(o) = &self.own {
+            self.pos += n;
+            debug_assert!(self.pos <= o.len());
+            if self.pos >= o.len() {
+                self.own = None;
+                self.pos = 0;
             }
         }
     }
 
     /// Adds a received pool buffer: kept for in-place parsing if nothing else is
     /// pending, else appended to the own buffer.
-    pub fn push_pool(&mut self, buf: PoolBuf) {
-        if self.pool.is_none() && self.own.len() == self.pos {
-            self.own.clear();
+    pub(crate) fn push_pool(&mut self, buf: PoolBuf) {
+        if self.is_empty() {
+            self.own = None;
             self.pos = 0;
             self.pool = Some(buf);
             self.ppos = 0;
         } else {
-            self.settle();
-            self.own.extend_from_slice(&buf);
+            self.own_mut().extend_from_slice(&buf);
         }
     }
 
     /// Copies what is left of a pool buffer into the own buffer and releases it; also
     /// compacts the own buffer. Called before waiting for more input.
-    pub fn settle(&mut self) {
+    pub(crate) fn settle(&mut self) {
         if let Some(p) = self.pool.take() {
             let rest = &p[self.ppos..];
-            self.own.drain(..self.pos);
-            self.pos = 0;
-            self.own.extend_from_slice(rest);
             self.ppos = 0;
+            if !rest.is_empty() {
+                let own = self.own.get_or_insert_with(PooledBuf::take);
+                own.drain(..self.pos);
+                self.pos = 0;
+                own.extend_from_slice(rest);
+            }
         } else if self.pos > 0 {
-            self.own.drain(..self.pos);
+            if let Some(o) = &mut self.own {
+                o.drain(..self.pos);
+            }
             self.pos = 0;
+        }
+        if self.own.as_ref().is_some_and(|o| o.is_empty()) {
+            self.own = None;
         }
     }
 
     /// The own buffer, for transports that produce plaintext themselves (TLS).
-    pub fn own_mut(&mut self) -> &mut Vec<u8> {
+    pub(crate) fn own_mut(&mut self) -> &mut Vec<u8> {
         self.settle();
-        &mut self.own
+        self.own.get_or_insert_with(PooledBuf::take)
+    }
+
+    /// Drops whatever is unconsumed (a closing connection discarding input).
+    pub(crate) fn clear(&mut self) {
+        self.pool = None;
+        self.own = None;
+        self.pos = 0;
+        self.ppos = 0;
     }
 }

@@ -10,7 +10,14 @@
 //!   turn coalesced into one send, `Expect: 100-continue`, HEAD/204/304 without bodies,
 //!   a `Date` header formatted once per second, limits (414/431/413/400) and timeouts
 //!   (header 408, body 408, idle, send), graceful shutdown.
-//! - Handlers take `http::Request<Body>` and return `http::Response<Body>`.
+//! - Handlers take `http::Request<Body>` and return `http::Response<Body>`
+//!   ([`Handler`], [`Server::start`]); or, where the cost of building those types per
+//!   request matters, read a borrowed [`RequestView`] and write the response in place
+//!   with a [`Responder`] ([`ViewHandler`], [`Server::start_view`]).
+//! - Per request on the common path nothing is allocated and no timer is touched; an
+//!   idle connection holds no buffer ([`buffers_in_use`]).
+//! - The access log never blocks a serving core: lines go to a log thread in batches,
+//!   and are dropped and counted if its sink does not keep up.
 //!
 //! ```no_run
 //! use http::{Request, Response};
@@ -29,20 +36,25 @@
 
 mod body;
 mod body_reader;
+mod buffers;
 pub mod chunked;
 mod config;
 mod conn;
 mod date;
+mod deadline;
 pub mod decode;
+pub mod decoder;
 mod error;
 pub mod files;
 mod framing;
 mod handler;
 pub mod head;
+mod header_maps;
 mod input;
 mod log;
 mod mime;
 mod pipe;
+mod request_line;
 mod response;
 mod select;
 mod server;
@@ -50,13 +62,19 @@ mod shutdown;
 mod stats;
 pub mod tls;
 mod transport;
+mod view;
 
 pub use body::{Body, BodyStream, FnStream};
+pub use buffers::buffers_in_use;
 pub use config::{Config, MAX_HEADERS_CAP};
 pub use date::format_imf;
+pub use decoder::{BodyDecoder, Event, RequestDecoder};
 pub use error::{ErrorClass, HttpError};
 pub use framing::{body_kind, parse_length, BodyKind};
-pub use handler::Handler;
+pub use handler::{Handler, HttpTypes, ViewHandler};
+pub use head::RawHead;
+pub use response::{Responder, ResponseHead, Written};
 pub use server::{Running, Server};
 pub use shutdown::ShutdownHandle;
 pub use stats::{Stats, StatsSnapshot};
+pub use view::{RequestView, ViewBody};

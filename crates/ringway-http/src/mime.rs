@@ -2,7 +2,7 @@
 //! `application/octet-stream`).
 
 /// The `Content-Type` for a file name.
-pub fn content_type(name: &str) -> &'static str {
+pub(crate) fn content_type(name: &str) -> &'static str {
     let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
     match ext.as_deref() {
         Some("html" | "htm") => "text/html; charset=utf-8",

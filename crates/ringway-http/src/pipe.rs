@@ -34,7 +34,7 @@ pub(crate) struct Pipe {
 }
 
 impl Pipe {
-    pub fn push(&self, b: Bytes) {
+    pub(crate) fn push(&self, b: Bytes) {
         let mut s = self.state.borrow_mut();
         s.queued += b.len();
         s.queue.push_back(b);
@@ -43,7 +43,7 @@ impl Pipe {
         }
     }
 
-    pub fn finish(&self, failed: bool) {
+    pub(crate) fn finish(&self, failed: bool) {
         let mut s = self.state.borrow_mut();
         s.end = true;
         s.failed = failed;
@@ -53,7 +53,7 @@ impl Pipe {
     }
 
     /// Resolves when the queue is below the high-water mark.
-    pub fn poll_space(&self, cx: &mut Context<'_>) -> Poll<()> {
+    pub(crate) fn poll_space(&self, cx: &mut Context<'_>) -> Poll<()> {
         let mut s = self.state.borrow_mut();
         if s.queued < HIGH_WATER {
             Poll::Ready(())

@@ -1,13 +1,17 @@
-//! Serialising responses into the connection's output buffer: status line, `Server`,
-//! `Date`, framing fields decided here (never trusted from the handler), then the body.
-//! Several responses are appended to one buffer and leave in one send.
+//! Writing responses into the connection's output buffer: [`Responder`] (status line,
+//! `Server`, `Date`, the handler's fields, then framing fields decided here, never
+//! trusted from the handler, then the body). Several responses are appended to one
+//! buffer and leave in one send.
 
+use std::cell::{Cell, RefCell};
+use std::fmt;
 use std::pin::Pin;
 
+use http::header::{HeaderName, HeaderValue};
 use http::{Response, StatusCode, Version};
 
 use crate::body::{Body, BodyStream, Inner};
-use crate::date::with_date;
+use crate::date::{generation, with_date};
 
 /// How a streamed body is framed on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,96 +39,273 @@ pub(crate) struct ReqInfo {
     pub close: bool,
 }
 
-/// Appends `resp` to `out`. Returns the body still to stream, if any, and whether the
-/// connection must close after it (close-delimited bodies).
-pub(crate) fn encode(
-    out: &mut Vec<u8>,
-    resp: Response<Body>,
-    req: ReqInfo,
-    server: Option<&str>,
-) -> (Option<PendingBody>, bool, u64) {
-    let (parts, body) = resp.into_parts();
-    let status = parts.status;
-    let no_body = status == StatusCode::NO_CONTENT
-        || status == StatusCode::NOT_MODIFIED
-        || status.is_informational();
-    let mut close = req.close;
-    let mut pending = None;
-    let mut sent_len = 0;
-    // Decide framing first: a close-delimited body forces `Connection: close`.
-    let framing = match (&body.inner, no_body) {
-        (_, true) => None,
-        (Inner::Empty, _) => Some(StreamFraming::Length(0)),
-        (Inner::Full(b), _) => Some(StreamFraming::Length(b.len() as u64)),
-        (Inner::Stream { len: Some(n), .. }, _) => Some(StreamFraming::Length(*n)),
-        (Inner::Stream { len: None, .. }, _) if req.head => None,
-        (Inner::Stream { len: None, .. }, _) if req.version == Version::HTTP_11 => {
-            Some(StreamFraming::Chunked)
+/// What every response of one server on one core shares.
+#[derive(Debug)]
+pub(crate) struct ResponseContext {
+    /// What goes between the status line and the date value: `server: NAME\r\ndate: `,
+    /// or `date: `.
+    pub prefix: Box<[u8]>,
+    /// Set when the server began shutting down: responses then close their connection.
+    pub down: Cell<bool>,
+    /// `HTTP/1.1 200 OK`, the prefix and the date, formatted once per second.
+    ok_head: RefCell<(u64, Vec<u8>)>,
+}
+
+impl ResponseContext {
+    /// The context of a server that names itself `server` (or not at all).
+    pub(crate) fn new(server: Option<&str>) -> ResponseContext {
+        let prefix = match server {
+            Some(name) => format!("server: {name}\r\ndate: ").into_bytes(),
+            None => b"date: ".to_vec(),
+        };
+        ResponseContext {
+            prefix: prefix.into_boxed_slice(),
+            down: Cell::new(false),
+            ok_head: RefCell::new((u64::MAX, Vec::new())),
         }
-        (Inner::Stream { len: None, .. }, _) => {
-            close = true;
-            Some(StreamFraming::Close)
-        }
-    };
-    status_line(out, status);
-    if let Some(s) = server {
-        put(out, b"server: ", s.as_bytes());
     }
-    with_date(|d| put(out, b"date: ", d));
-    for (name, value) in parts.headers.iter() {
+
+    /// Appends the status line and the fields every response has (`Server`, `Date`).
+    fn put_head(&self, out: &mut Vec<u8>, status: StatusCode) {
+        if status != StatusCode::OK {
+            status_line(out, status);
+            out.extend_from_slice(&self.prefix);
+            with_date(|d| out.extend_from_slice(d));
+            out.extend_from_slice(b"\r\n");
+            return;
+        }
+        let now = generation();
+        let mut ok = self.ok_head.borrow_mut();
+        if ok.0 != now {
+            ok.1.clear();
+            status_line(&mut ok.1, status);
+            ok.1.extend_from_slice(&self.prefix);
+            with_date(|d| ok.1.extend_from_slice(d));
+            ok.1.extend_from_slice(b"\r\n");
+            ok.0 = now;
+        }
+        out.extend_from_slice(&ok.1);
+    }
+}
+
+/// Writes the response to one request (given to a [`ViewHandler`](crate::ViewHandler)
+/// with the request). Pick a status ([`ok`](Self::ok), [`status`](Self::status)), add
+/// fields, end with a body; or hand over a whole `http::Response` ([`send`](Self::send)).
+///
+/// The response is written straight into the connection's output buffer: no field map,
+/// no allocation. `Content-Length`, `Transfer-Encoding`, `Connection`, `Date` (and
+/// `Server`, when the server names itself) are the server's to write: fields of those
+/// names given by the handler are dropped. A response dropped before its body is
+/// written leaves nothing behind.
+pub struct Responder<'a> {
+    slot: Slot<'a>,
+}
+
+/// A response whose status line is written: add fields, then end with a body.
+pub struct ResponseHead<'a> {
+    slot: Slot<'a>,
+}
+
+/// Proof that a response was written completely (only [`ResponseHead`] and
+/// [`Responder::send`] make one).
+pub struct Written {
+    pub(crate) status: u16,
+    /// Body bytes written (for streamed bodies: announced, if known).
+    pub(crate) body_len: u64,
+    pub(crate) close: bool,
+    pub(crate) pending: Option<PendingBody>,
+}
+
+/// The part of the output buffer one response owns (small: it moves with every
+/// builder call).
+struct Slot<'a> {
+    out: &'a mut Vec<u8>,
+    ctx: &'a ResponseContext,
+    start: u32,
+    status: u16,
+    info: ReqInfo,
+    done: bool,
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.out.truncate(self.start as usize);
+        }
+    }
+}
+
+impl<'a> Responder<'a> {
+    /// A response appended to `out` (which must hold less than 4 GiB).
+    pub(crate) fn new(out: &'a mut Vec<u8>, info: ReqInfo, ctx: &'a ResponseContext) -> Self {
+        let start = out.len() as u32;
+        Responder {
+            slot: Slot {
+                out,
+                ctx,
+                start,
+                status: 200,
+                info,
+                done: false,
+            },
+        }
+    }
+
+    /// `200 OK`.
+    pub fn ok(self) -> ResponseHead<'a> {
+        self.status(StatusCode::OK)
+    }
+
+    /// The status line for `status`.
+    pub fn status(mut self, status: StatusCode) -> ResponseHead<'a> {
+        let s = &mut self.slot;
+        s.status = status.as_u16();
+        s.ctx.put_head(s.out, status);
+        ResponseHead { slot: self.slot }
+    }
+
+    /// Whether the connection closes after this response (the client asked for it,
+    /// the server is shutting down, or the connection served its limit of requests).
+    pub fn closes(&self) -> bool {
+        self.slot.info.close || self.slot.ctx.down.get()
+    }
+
+    /// Writes a whole `http` response. Its field map is kept by the core for the next
+    /// request's.
+    pub fn send(self, resp: Response<Body>) -> Written {
+        let (parts, body) = resp.into_parts();
+        let mut head = self.status(parts.status);
+        for (name, value) in parts.headers.iter() {
+            head = head.header(name, value);
+        }
+        crate::header_maps::give(parts.headers);
+        head.body(body)
+    }
+}
+
+impl<'a> ResponseHead<'a> {
+    /// Adds a field (dropped if it is one the server writes itself).
+    pub fn header(self, name: &HeaderName, value: &HeaderValue) -> Self {
         if name == http::header::CONTENT_LENGTH
             || name == http::header::TRANSFER_ENCODING
             || name == http::header::CONNECTION
             || name == http::header::DATE
-            || (server.is_some() && name == http::header::SERVER)
+            || (name == http::header::SERVER && self.slot.ctx.prefix.starts_with(b"server"))
         {
-            continue;
+            return self;
         }
-        out.extend_from_slice(name.as_str().as_bytes());
+        let (name, value) = (name.as_str().as_bytes(), value.as_bytes());
+        let out = &mut *self.slot.out;
+        out.reserve(name.len() + value.len() + 4);
+        out.extend_from_slice(name);
         out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(value);
         out.extend_from_slice(b"\r\n");
+        self
     }
+
+    /// Ends with `body` as the whole body (`Content-Length`).
+    pub fn bytes(mut self, body: &[u8]) -> Written {
+        let s = &mut self.slot;
+        let framing = if has_no_body(s.status) {
+            None
+        } else {
+            Some(StreamFraming::Length(body.len() as u64))
+        };
+        let close = end_head(s, framing);
+        let mut sent = 0;
+        if framing.is_some() && !s.info.head {
+            s.out.extend_from_slice(body);
+            sent = body.len() as u64;
+        }
+        s.finish(close, sent, None)
+    }
+
+    /// Ends without a body (`Content-Length: 0`, or nothing for 204 and 304).
+    pub fn empty(self) -> Written {
+        self.bytes(&[])
+    }
+
+    /// Ends with `body`: whole bodies as [`bytes`](Self::bytes); a stream with a known
+    /// length with `Content-Length`, one without chunked (to an HTTP/1.0 client:
+    /// delimited by closing the connection).
+    pub fn body(mut self, body: impl Into<Body>) -> Written {
+        let body: Body = body.into();
+        let (len, stream) = match body.inner {
+            Inner::Empty => return self.bytes(&[]),
+            Inner::Full(b) => return self.bytes(&b),
+            Inner::Stream { len, stream } => (len, stream),
+        };
+        let s = &mut self.slot;
+        let framing = match len {
+            _ if has_no_body(s.status) => None,
+            Some(n) => Some(StreamFraming::Length(n)),
+            None if s.info.head => None,
+            None if s.info.version == Version::HTTP_11 => Some(StreamFraming::Chunked),
+            None => Some(StreamFraming::Close),
+        };
+        let close = end_head(s, framing);
+        let pending = match framing {
+            Some(framing) if !s.info.head => Some(PendingBody { stream, framing }),
+            _ => None,
+        };
+        s.finish(close, len.unwrap_or(0), pending)
+    }
+}
+
+impl Slot<'_> {
+    fn finish(&mut self, close: bool, body_len: u64, pending: Option<PendingBody>) -> Written {
+        self.done = true;
+        Written {
+            status: self.status,
+            body_len,
+            close,
+            pending,
+        }
+    }
+}
+
+/// 1xx, 204 and 304 carry no body and no framing fields.
+fn has_no_body(status: u16) -> bool {
+    status == 204 || status == 304 || (100..200).contains(&status)
+}
+
+/// Writes the framing fields and the blank line; returns whether the connection closes
+/// after this response.
+fn end_head(s: &mut Slot<'_>, framing: Option<StreamFraming>) -> bool {
+    let out = &mut *s.out;
+    let mut close = s.info.close || s.ctx.down.get();
     match framing {
         Some(StreamFraming::Length(n)) => {
-            out.extend_from_slice(b"content-length: ");
-            push_u64(out, n);
-            out.extend_from_slice(b"\r\n");
+            // One append: the name, the digits, the line end.
+            let mut line = [0u8; 40];
+            line[..16].copy_from_slice(b"content-length: ");
+            let digits = put_dec(&mut line[16..36], n);
+            line[16 + digits..18 + digits].copy_from_slice(b"\r\n");
+            out.extend_from_slice(&line[..18 + digits]);
         }
         Some(StreamFraming::Chunked) => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
-        Some(StreamFraming::Close) | None => {}
+        Some(StreamFraming::Close) => close = true,
+        None => {}
     }
     if close {
-        out.extend_from_slice(b"connection: close\r\n");
-    } else if req.version == Version::HTTP_10 {
-        out.extend_from_slice(b"connection: keep-alive\r\n");
+        out.extend_from_slice(b"connection: close\r\n\r\n");
+    } else if s.info.version == Version::HTTP_10 {
+        out.extend_from_slice(b"connection: keep-alive\r\n\r\n");
+    } else {
+        out.extend_from_slice(b"\r\n");
     }
-    out.extend_from_slice(b"\r\n");
-    if !no_body && !req.head {
-        match body.inner {
-            Inner::Empty => {}
-            Inner::Full(b) => {
-                sent_len = b.len() as u64;
-                out.extend_from_slice(&b);
-            }
-            Inner::Stream { stream, .. } => {
-                pending = framing.map(|framing| PendingBody { stream, framing });
-            }
-        }
-    }
-    (pending, close, sent_len)
+    close
 }
 
 /// Appends a minimal error response (which always closes the connection).
-pub(crate) fn encode_error(out: &mut Vec<u8>, status: u16, server: Option<&str>) {
+pub(crate) fn encode_error(out: &mut Vec<u8>, status: u16, prefix: &[u8]) {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
     let reason = status.canonical_reason().unwrap_or("Error");
     status_line(out, status);
-    if let Some(s) = server {
-        put(out, b"server: ", s.as_bytes());
-    }
-    with_date(|d| put(out, b"date: ", d));
-    out.extend_from_slice(b"content-type: text/plain; charset=utf-8\r\ncontent-length: ");
+    out.extend_from_slice(prefix);
+    with_date(|d| out.extend_from_slice(d));
+    out.extend_from_slice(b"\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ");
     push_u64(out, reason.len() as u64 + 1);
     out.extend_from_slice(b"\r\nconnection: close\r\n\r\n");
     out.extend_from_slice(reason.as_bytes());
@@ -135,6 +316,10 @@ pub(crate) fn encode_error(out: &mut Vec<u8>, status: u16, server: Option<&str>)
 pub(crate) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
 fn status_line(out: &mut Vec<u8>, status: StatusCode) {
+    if status == StatusCode::OK {
+        out.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
+        return;
+    }
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(status.as_str().as_bytes());
     out.push(b' ');
@@ -142,25 +327,39 @@ fn status_line(out: &mut Vec<u8>, status: StatusCode) {
     out.extend_from_slice(b"\r\n");
 }
 
-fn put(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
-    out.extend_from_slice(name);
-    out.extend_from_slice(value);
-    out.extend_from_slice(b"\r\n");
+/// Appends `n` in decimal.
+pub(crate) fn push_u64(out: &mut Vec<u8>, n: u64) {
+    let mut buf = [0u8; 20];
+    let len = put_dec(&mut buf, n);
+    out.extend_from_slice(&buf[..len]);
 }
 
-/// Appends `n` in decimal.
-pub(crate) fn push_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+/// Writes `n` in decimal at the start of `buf` (20 bytes hold any u64), two digits per
+/// step; returns how many bytes it took.
+fn put_dec(buf: &mut [u8], mut n: u64) -> usize {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839404142434445464748495051525354555657585960\
+        6162636465666768697071727374757677787980818283848586878889909192939495969798\
+        99";
+    let mut tmp = [0u8; 20];
+    let mut i = tmp.len();
+    while n >= 100 {
+        let p = (n % 100) as usize * 2;
+        n /= 100;
+        i -= 2;
+        tmp[i..i + 2].copy_from_slice(&PAIRS[p..p + 2]);
     }
-    out.extend_from_slice(&buf[i..]);
+    if n >= 10 {
+        let p = n as usize * 2;
+        i -= 2;
+        tmp[i..i + 2].copy_from_slice(&PAIRS[p..p + 2]);
+    } else {
+        i -= 1;
+        tmp[i] = b'0' + n as u8;
+    }
+    let len = tmp.len() - i;
+    buf[..len].copy_from_slice(&tmp[i..]);
+    len
 }
 
 /// Appends `n` in hex (chunk sizes).
@@ -178,4 +377,123 @@ pub(crate) fn push_hex(out: &mut Vec<u8>, n: u64) {
         }
     }
     out.extend_from_slice(&buf[i..]);
+}
+
+impl fmt::Debug for Responder<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Responder")
+            .field("closes", &self.closes())
+            .finish()
+    }
+}
+
+impl fmt::Debug for ResponseHead<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseHead")
+            .field("status", &self.slot.status)
+            .finish()
+    }
+}
+
+impl fmt::Debug for Written {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Written")
+            .field("status", &self.status)
+            .field("body_len", &self.body_len)
+            .field("close", &self.close)
+            .field("streamed", &self.pending.is_some())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(head: bool, version: Version, close: bool) -> ReqInfo {
+        ReqInfo {
+            head,
+            version,
+            close,
+        }
+    }
+
+    fn text(out: &[u8]) -> String {
+        let s = String::from_utf8_lossy(out).into_owned();
+        // The date changes: replace its value.
+        let i = s.find("date: ").expect("a date");
+        format!("{}date: D{}", &s[..i], &s[i + 6 + 29..])
+    }
+
+    #[test]
+    fn framing_is_the_servers() {
+        let ctx = ResponseContext::new(None);
+        let mut out = Vec::new();
+        let ct = HeaderValue::from_static("text/plain");
+        let w = Responder::new(&mut out, info(false, Version::HTTP_11, false), &ctx)
+            .ok()
+            .header(&http::header::CONTENT_TYPE, &ct)
+            .header(
+                &http::header::CONTENT_LENGTH,
+                &HeaderValue::from_static("99"),
+            )
+            .bytes(b"hi");
+        assert_eq!((w.status, w.body_len, w.close), (200, 2, false));
+        assert_eq!(
+            text(&out),
+            "HTTP/1.1 200 OK\r\ndate: D\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nhi"
+        );
+        // HEAD: the length, no body; HTTP/1.0 keep-alive said so.
+        let mut out = Vec::new();
+        Responder::new(&mut out, info(true, Version::HTTP_10, false), &ctx)
+            .ok()
+            .bytes(b"hi");
+        assert_eq!(
+            text(&out),
+            "HTTP/1.1 200 OK\r\ndate: D\r\ncontent-length: 2\r\nconnection: keep-alive\r\n\r\n"
+        );
+        // 304: neither; closing.
+        let mut out = Vec::new();
+        Responder::new(&mut out, info(false, Version::HTTP_11, true), &ctx)
+            .status(StatusCode::NOT_MODIFIED)
+            .bytes(b"ignored");
+        assert_eq!(
+            text(&out),
+            "HTTP/1.1 304 Not Modified\r\ndate: D\r\nconnection: close\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn decimals() {
+        for n in [
+            0,
+            7,
+            10,
+            13,
+            99,
+            100,
+            101,
+            4096,
+            99_999,
+            1_000_000,
+            u64::MAX,
+        ] {
+            let mut out = Vec::new();
+            push_u64(&mut out, n);
+            assert_eq!(out, n.to_string().as_bytes());
+        }
+    }
+
+    #[test]
+    fn an_unfinished_response_leaves_nothing() {
+        let ctx = ResponseContext::new(None);
+        let mut out = b"earlier".to_vec();
+        {
+            let head = Responder::new(&mut out, info(false, Version::HTTP_11, false), &ctx)
+                .ok()
+                .header(&http::header::CONTENT_TYPE, &HeaderValue::from_static("x"));
+            drop(head);
+        }
+        assert_eq!(out, b"earlier");
+    }
 }

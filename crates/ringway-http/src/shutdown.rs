@@ -2,35 +2,42 @@
 //! finish what is in flight and close idle connections; and the per-core state the
 //! connections watch (and count themselves in, so the core knows when it has drained).
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::future::poll_fn;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::{Poll, Waker};
+use std::task::{Context, Poll, Waker};
 
 use slab::Slab;
+
+use crate::response::ResponseContext;
 
 thread_local! {
     static REGISTRY: RefCell<HashMap<u64, Rc<CoreState>>> = RefCell::new(HashMap::new());
 }
 
-/// Per-core, per-server state: the shutdown flag and the live connections.
+/// Per-core, per-server state: the shutdown flag (in the responses' context, which
+/// closes connections once it is set) and the live connections.
 pub(crate) struct CoreState {
     id: u64,
-    down: Cell<bool>,
+    ctx: ResponseContext,
     global: Arc<AtomicBool>,
     watchers: RefCell<Slab<Option<Waker>>>,
     drained: RefCell<Option<Waker>>,
 }
 
 impl CoreState {
-    /// Creates and registers this core's state for server `id`.
-    pub fn register(id: u64, global: Arc<AtomicBool>) -> Rc<CoreState> {
+    /// Creates and registers this core's state for server `id` (named `server`).
+    pub(crate) fn register(
+        id: u64,
+        global: Arc<AtomicBool>,
+        server: Option<&str>,
+    ) -> Rc<CoreState> {
         let s = Rc::new(CoreState {
             id,
-            down: Cell::new(false),
+            ctx: ResponseContext::new(server),
             global,
             watchers: RefCell::new(Slab::new()),
             drained: RefCell::new(None),
@@ -43,12 +50,12 @@ impl CoreState {
     }
 
     /// Removes the registration.
-    pub fn unregister(&self) {
+    pub(crate) fn unregister(&self) {
         REGISTRY.with(|r| r.borrow_mut().remove(&self.id));
     }
 
     fn trigger(&self) {
-        self.down.set(true);
+        self.ctx.down.set(true);
         let wakers: Vec<Waker> = self
             .watchers
             .borrow_mut()
@@ -61,7 +68,7 @@ impl CoreState {
     }
 
     /// A slot for one watcher (a connection or the accept loop).
-    pub fn watch(self: &Rc<Self>) -> Watch {
+    pub(crate) fn watch(self: &Rc<Self>) -> Watch {
         let key = self.watchers.borrow_mut().insert(None);
         Watch {
             state: self.clone(),
@@ -69,13 +76,13 @@ impl CoreState {
         }
     }
 
-    pub fn live(&self) -> usize {
+    pub(crate) fn live(&self) -> usize {
         // The accept loop holds no slot while draining: every slot is a connection.
         self.watchers.borrow().len()
     }
 
     /// Waits until no connection is left.
-    pub async fn drained(&self) {
+    pub(crate) async fn drained(&self) {
         poll_fn(|cx| {
             if self.live() == 0 {
                 Poll::Ready(())
@@ -96,25 +103,32 @@ pub(crate) struct Watch {
 
 impl Watch {
     /// Resolves once shutdown has begun.
-    pub async fn down(&self) {
-        poll_fn(|cx| {
-            if self.state.down.get() {
-                return Poll::Ready(());
-            }
-            let mut w = self.state.watchers.borrow_mut();
-            if let Some(slot) = w.get_mut(self.key) {
-                match slot {
-                    Some(old) if old.will_wake(cx.waker()) => {}
-                    _ => *slot = Some(cx.waker().clone()),
-                }
-            }
-            Poll::Pending
-        })
-        .await
+    pub(crate) async fn down(&self) {
+        poll_fn(|cx| self.poll_down(cx)).await
     }
 
-    pub fn is_down(&self) -> bool {
-        self.state.down.get()
+    /// Poll form of [`down`](Self::down).
+    pub(crate) fn poll_down(&self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.state.ctx.down.get() {
+            return Poll::Ready(());
+        }
+        let mut w = self.state.watchers.borrow_mut();
+        if let Some(slot) = w.get_mut(self.key) {
+            match slot {
+                Some(old) if old.will_wake(cx.waker()) => {}
+                _ => *slot = Some(cx.waker().clone()),
+            }
+        }
+        Poll::Pending
+    }
+
+    pub(crate) fn is_down(&self) -> bool {
+        self.state.ctx.down.get()
+    }
+
+    /// What this core's responses share (the server's name, the shutdown flag).
+    pub(crate) fn response_context(&self) -> &ResponseContext {
+        &self.state.ctx
     }
 }
 

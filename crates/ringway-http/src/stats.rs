@@ -17,6 +17,7 @@ pub struct Stats {
     tls_errors: AtomicU64,
     accept_errors: AtomicU64,
     spliced_bytes: AtomicU64,
+    log_dropped: AtomicU64,
 }
 
 /// A copy of the counters at one moment.
@@ -40,6 +41,9 @@ pub struct StatsSnapshot {
     pub accept_errors: u64,
     /// Body bytes sent with `splice` (file -> pipe -> socket).
     pub spliced_bytes: u64,
+    /// Access log lines dropped because the log's sink did not keep up (a stalled or
+    /// closed standard output): counted, never waited for.
+    pub log_dropped: u64,
 }
 
 impl StatsSnapshot {
@@ -77,6 +81,9 @@ impl Stats {
     pub(crate) fn accept_error(&self) {
         self.accept_errors.fetch_add(1, Relaxed);
     }
+    pub(crate) fn log_dropped(&self, n: u64) {
+        self.log_dropped.fetch_add(n, Relaxed);
+    }
     pub(crate) fn spliced(&self, n: u64) {
         self.spliced_bytes.fetch_add(n, Relaxed);
     }
@@ -96,6 +103,7 @@ impl Stats {
             tls_errors: self.tls_errors.load(Relaxed),
             accept_errors: self.accept_errors.load(Relaxed),
             spliced_bytes: self.spliced_bytes.load(Relaxed),
+            log_dropped: self.log_dropped.load(Relaxed),
         }
     }
 }
@@ -119,6 +127,7 @@ impl fmt::Display for StatsSnapshot {
             ("tls_errors", self.tls_errors),
             ("accept_errors", self.accept_errors),
             ("spliced_bytes", self.spliced_bytes),
+            ("log_dropped", self.log_dropped),
         ] {
             if n > 0 {
                 write!(f, " {name} {n}")?;

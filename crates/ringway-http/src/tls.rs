@@ -1,20 +1,25 @@
 //! TLS through rustls: the record layer is driven by the runtime's owned buffers.
 //! Ciphertext arrives as pool buffers from the multishot receive and is fed to
 //! `ServerConnection::read_tls`; outgoing records are gathered by `write_tls` into one
-//! `Vec` and leave in one send, so a batch of pipelined responses is still one send.
+//! buffer lent by the core's pool and leave in one send, so a batch of pipelined
+//! responses is still one send. Plaintext is copied from rustls straight into the
+//! connection's input.
 
-use std::io::{self, Read as _, Write as _};
+use std::future::Future;
+use std::io::{self, BufRead as _, Write as _};
 use std::path::Path;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use ringway::net::{RecvStream, TcpStream};
 use rustls::ServerConnection;
 
+use crate::buffers::PooledBuf;
 use crate::input::Input;
 use crate::transport::Transport;
 
-/// A rustls server configuration from PEM files: ALPN `http/1.1`, TLS 1.2 and 1.3,
-/// session resumption by session id (1.2) and by tickets.
+/// A rustls server configuration from PEM files: ALPN `http/1.1`, TLS 1.2 and 1.3, and
+/// session resumption (see [`server_config_from`]).
 pub fn server_config(cert: &Path, key: &Path) -> io::Result<Arc<rustls::ServerConfig>> {
     let certs = rustls_pemfile::certs(&mut io::BufReader::new(std::fs::File::open(cert)?))
         .collect::<Result<Vec<_>, _>>()?;
@@ -30,6 +35,12 @@ pub fn server_config(cert: &Path, key: &Path) -> io::Result<Arc<rustls::ServerCo
 }
 
 /// As [`server_config`], from DER values already loaded.
+///
+/// Resumption, as `tests/tls.rs` (`what_resumes_tls12_and_tls13_sessions`) checks it:
+/// TLS 1.3 sessions resume by stateless tickets (rustls's ticketer, keys rotated);
+/// TLS 1.2 sessions by the same tickets for clients that take them (rustls's and
+/// curl's do), and by session id, from a cache of 4096 sessions per server, for
+/// clients that do not.
 pub fn server_config_from(
     certs: Vec<rustls::pki_types::CertificateDer<'static>>,
     key: rustls::pki_types::PrivateKeyDer<'static>,
@@ -52,47 +63,44 @@ pub(crate) struct Tls {
     stream: TcpStream,
     rx: RecvStream,
     conn: ServerConnection,
-    wire: Vec<u8>,
-    scratch: Box<[u8]>,
 }
 
 impl Tls {
-    pub fn new(mut stream: TcpStream, cfg: Arc<rustls::ServerConfig>) -> io::Result<Tls> {
+    pub(crate) fn new(mut stream: TcpStream, cfg: Arc<rustls::ServerConfig>) -> io::Result<Tls> {
         let _ = stream.set_nodelay(true);
         let rx = stream.recv_multishot();
         Ok(Tls {
             stream,
             rx,
             conn: ServerConnection::new(cfg).map_err(io::Error::other)?,
-            wire: Vec::with_capacity(4096),
-            scratch: vec![0; 16 * 1024].into_boxed_slice(),
         })
     }
 
-    /// Sends every record rustls has queued, in one send.
+    /// Sends every record rustls has queued, in one background send.
     async fn flush_tls(&mut self) -> io::Result<()> {
-        while self.conn.wants_write() {
-            self.conn.write_tls(&mut self.wire)?;
-        }
-        if self.wire.is_empty() {
+        if !self.conn.wants_write() {
             return Ok(());
         }
-        let buf = std::mem::take(&mut self.wire);
-        let (r, mut buf) = self.stream.write_all(buf).await;
-        buf.clear();
-        self.wire = buf;
-        r
+        let mut wire = PooledBuf::take();
+        while self.conn.wants_write() {
+            self.conn.write_tls(&mut *wire)?;
+        }
+        self.stream.send_all(wire).await
     }
 }
 
 impl Transport for Tls {
     async fn recv(&mut self, input: &mut Input) -> io::Result<usize> {
         loop {
-            // Plaintext already decrypted? (Through a scratch buffer that is zeroed once,
-            // not per read.)
-            match self.conn.reader().read(&mut self.scratch[..]) {
-                Ok(n) => {
-                    input.own_mut().extend_from_slice(&self.scratch[..n]);
+            // Plaintext already decrypted?
+            let mut reader = self.conn.reader();
+            match reader.fill_buf() {
+                Ok(plain) => {
+                    let n = plain.len();
+                    if n > 0 {
+                        input.own_mut().extend_from_slice(plain);
+                    }
+                    reader.consume(n);
                     return Ok(n);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
@@ -120,16 +128,24 @@ impl Transport for Tls {
         }
     }
 
-    async fn send(&mut self, buf: Vec<u8>) -> (io::Result<()>, Vec<u8>) {
-        if let Err(e) = self.conn.writer().write_all(&buf) {
-            return (Err(e), buf);
-        }
-        (self.flush_tls().await, buf)
+    async fn send(&mut self, buf: PooledBuf) -> io::Result<()> {
+        self.conn.writer().write_all(&buf)?;
+        drop(buf);
+        self.flush_tls().await
+    }
+
+    fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream.flush()).poll(cx)
+    }
+
+    fn abort(&self) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
     }
 
     async fn close_write(&mut self) {
         self.conn.send_close_notify();
         let _ = self.flush_tls().await;
+        let _ = self.stream.flush().await;
         let _ = self.stream.shutdown(std::net::Shutdown::Write);
     }
 }

@@ -1,23 +1,36 @@
 //! What a connection reads from and writes to: plain TCP (multishot receive into pool
 //! buffers, one send per batch) or TLS over TCP (see [`crate::tls`]).
+//!
+//! Sends run in the background (`TcpStream::send_all`): a connection hands its batch of
+//! responses to the kernel and goes back to reading without waiting for the send to
+//! end, so nobody is woken when it does. At most one is in flight per connection (the
+//! next waits for it); the connection bounds how long one may take (the send timeout)
+//! by looking at [`Transport::poll_flush`] only when that time has come.
 
+use std::future::Future;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
+use std::task::{Context, Poll};
 
 use ringway::net::{RecvStream, TcpStream};
 
+use crate::buffers::PooledBuf;
 use crate::input::Input;
 
 /// A byte stream the connection state machine drives.
 pub(crate) trait Transport {
     /// Waits for input and adds it to `input`; returns how many bytes came, 0 at the end.
     fn recv(&mut self, input: &mut Input) -> impl std::future::Future<Output = io::Result<usize>>;
-    /// Sends all of `buf` (in one send where the peer takes it all); hands the buffer
-    /// back for reuse.
-    fn send(
-        &mut self,
-        buf: Vec<u8>,
-    ) -> impl std::future::Future<Output = (io::Result<()>, Vec<u8>)>;
+    /// Starts sending all of `buf` in the background (one send where the peer takes it
+    /// all): ready once the send has started, after the one in flight, if any, ended.
+    /// The buffer goes back to its pool when the kernel is done with it.
+    fn send(&mut self, buf: PooledBuf) -> impl std::future::Future<Output = io::Result<()>>;
+    /// Ready once nothing sent is in flight, with the error that broke the stream, if
+    /// one did.
+    fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
+    /// Ends both directions at once: a send in flight to a peer that does not read
+    /// fails instead of holding the socket.
+    fn abort(&self);
     /// Ends the write direction (after a TLS `close_notify` where there is one).
     fn close_write(&mut self) -> impl std::future::Future<Output = ()>;
     /// The socket, if bytes spliced into it go to the peer unchanged (not under TLS).
@@ -33,7 +46,7 @@ pub(crate) struct Tcp {
 }
 
 impl Tcp {
-    pub fn new(mut stream: TcpStream) -> Self {
+    pub(crate) fn new(mut stream: TcpStream) -> Self {
         let _ = stream.set_nodelay(true);
         let rx = stream.recv_multishot();
         Tcp { stream, rx }
@@ -42,7 +55,7 @@ impl Tcp {
 
 impl Transport for Tcp {
     async fn recv(&mut self, input: &mut Input) -> io::Result<usize> {
-        match self.rx.next().await {
+        match std::future::poll_fn(|cx| self.rx.poll_next(cx)).await {
             Some(Ok(buf)) => {
                 let n = buf.len();
                 input.push_pool(buf);
@@ -53,8 +66,16 @@ impl Transport for Tcp {
         }
     }
 
-    async fn send(&mut self, buf: Vec<u8>) -> (io::Result<()>, Vec<u8>) {
-        self.stream.write_all(buf).await
+    async fn send(&mut self, buf: PooledBuf) -> io::Result<()> {
+        self.stream.send_all(buf).await
+    }
+
+    fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream.flush()).poll(cx)
+    }
+
+    fn abort(&self) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
     }
 
     async fn close_write(&mut self) {

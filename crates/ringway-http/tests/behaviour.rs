@@ -1,6 +1,8 @@
 //! Connection behaviour over real sockets: pipelining coalesced into one send (counted
 //! with the driver's submission counter on the server core), `Expect: 100-continue`,
-//! requests per connection, body/idle/send timeouts and graceful shutdown.
+//! requests per connection, body/idle/send timeouts, graceful shutdown and its drain
+//! deadline. Waits are on events (a handler that says it started, a counter that moved),
+//! never on a sleep assumed long enough.
 
 mod common;
 
@@ -143,23 +145,31 @@ fn body_and_idle_timeouts() {
 
 #[test]
 fn send_timeout_closes_a_reader_that_stalls() {
+    let limit = Duration::from_millis(300);
     let server = TestServer::start(Config {
-        send_timeout: Duration::from_millis(300),
+        send_timeout: limit,
         ..Config::default()
     });
     let mut s = connect(server.addr);
+    let t = Instant::now();
     s.write_all(b"GET /big HTTP/1.1\r\nHost: a\r\n\r\n")
         .unwrap();
-    // Never read: the 32 MiB response cannot be taken, the send times out.
-    let t = Instant::now();
-    loop {
-        let st = server.shutdown.is_shutdown();
-        assert!(!st);
-        std::thread::sleep(Duration::from_millis(50));
-        if t.elapsed() > Duration::from_secs(2) {
-            break;
-        }
-    }
+    // Never read: the 32 MiB response cannot be taken, the send times out. Wait for the
+    // server to count it (the bound only limits a failure).
+    let counted = wait_for(Duration::from_secs(10), || {
+        server.stats.snapshot().send_timeouts == 1
+    });
+    assert!(
+        counted,
+        "no send timeout counted: {}",
+        server.stats.snapshot()
+    );
+    // Not before the send timeout (the coarse clock may read a tick early).
+    assert!(
+        t.elapsed() + Duration::from_millis(20) >= limit,
+        "{:?}",
+        t.elapsed()
+    );
     drop(s);
     let stats = server.stop();
     assert_eq!(stats.send_timeouts, 1, "{stats}");
@@ -176,13 +186,20 @@ fn graceful_shutdown() {
         read_exchange(&mut idle, 1, &[], false, Duration::from_secs(5)).statuses(),
         vec![200]
     );
-    // An in-flight request (its handler sleeps 300 ms).
+    // An in-flight request: its handler says when it started and waits to be let go.
+    let hold = Hold::new("graceful");
     let mut busy = connect(server.addr);
-    busy.write_all(b"GET /sleep HTTP/1.1\r\nHost: a\r\n\r\n")
+    busy.write_all(format!("GET {} HTTP/1.1\r\nHost: a\r\n\r\n", hold.path()).as_bytes())
         .unwrap();
-    std::thread::sleep(Duration::from_millis(100));
+    hold.wait_started(Duration::from_secs(10));
     let addr = server.addr;
     server.shutdown.shutdown();
+    // Shutdown has reached the core once its listener is gone.
+    let refused = wait_for(Duration::from_secs(10), || {
+        std::net::TcpStream::connect(addr).is_err()
+    });
+    assert!(refused, "new connections refused after shutdown");
+    hold.release();
     let ex = read_exchange(&mut busy, 1, &[], true, Duration::from_secs(5));
     assert_eq!(ex.statuses(), vec![200], "in-flight request finished");
     assert_eq!(ex.responses[0].header("connection"), Some(&b"close"[..]));
@@ -194,10 +211,109 @@ fn graceful_shutdown() {
     );
     let stats = server.stop();
     assert_eq!(stats.requests, 2);
+}
+
+/// A handler that outlives `drain_timeout`: the server stops anyway, at the deadline,
+/// and the connection is dropped without a response.
+#[test]
+fn drain_deadline_ends_a_handler_that_outlives_it() {
+    let drain = Duration::from_millis(300);
+    let server = TestServer::start(Config {
+        drain_timeout: drain,
+        ..Config::default()
+    });
+    let hold = Hold::new("outlives-drain");
+    let mut busy = connect(server.addr);
+    busy.write_all(format!("GET {} HTTP/1.1\r\nHost: a\r\n\r\n", hold.path()).as_bytes())
+        .unwrap();
+    hold.wait_started(Duration::from_secs(10));
+    // Never released before the server stops: stop must return by itself.
+    let t = Instant::now();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(server.stop());
+    });
+    let stats = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the server stopped at its drain deadline, not with its handler");
+    let took = t.elapsed();
     assert!(
-        std::net::TcpStream::connect(addr).is_err(),
-        "new connections refused after shutdown"
+        took + Duration::from_millis(20) >= drain,
+        "stopped before the deadline: {took:?}"
     );
+    assert_eq!(stats.requests, 0, "the held request was never answered");
+    let ex = read_exchange(&mut busy, 1, &[], true, Duration::from_secs(5));
+    assert!(ex.responses.is_empty() && ex.closed, "{ex:?}");
+}
+
+/// Idle keep-alive connections hold no buffer: not the pool's (input) nor one of this
+/// crate's (output, input straddling two receives), whatever their one request was.
+fn idle_connections_hold_no_buffer(backend: Backend) {
+    let server = TestServer::start_with(Config::default(), Some(backend), None);
+    let mut conns = Vec::new();
+    for i in 0..100 {
+        let mut s = connect(server.addr);
+        match i % 5 {
+            // A plain request.
+            0 => s.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap(),
+            // A head split across two receives (kept in an own buffer meanwhile).
+            1 => write_parts(
+                &mut s,
+                &[b"GET /split HTTP/1.1\r\nHo", b"st: a\r\n\r\n"],
+                Duration::from_millis(5),
+            ),
+            // Pipelined requests.
+            2 => s
+                .write_all(&b"GET /p HTTP/1.1\r\nHost: a\r\n\r\n".repeat(3))
+                .unwrap(),
+            // A body that arrives after its head (streamed to the handler).
+            3 => write_parts(
+                &mut s,
+                &[
+                    b"POST /b HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhe",
+                    b"llo",
+                ],
+                Duration::from_millis(5),
+            ),
+            // A streamed (chunked) response.
+            _ => s
+                .write_all(b"GET /stream HTTP/1.1\r\nHost: a\r\n\r\n")
+                .unwrap(),
+        }
+        let want = if i % 5 == 2 { 3 } else { 1 };
+        let ex = read_exchange(&mut s, want, &[], false, Duration::from_secs(5));
+        assert_eq!(ex.statuses(), vec![200; want], "connection {i}");
+        conns.push(s);
+    }
+    // Every response has been read: the connections are idle. What do they hold?
+    let (lent, pool) = server.on_core(|| {
+        (
+            ringway_http::buffers_in_use(),
+            ringway::runtime::pool_stats().in_use,
+        )
+    });
+    assert_eq!(
+        (lent, pool),
+        (0, 0),
+        "{backend:?}: buffers held by 100 idle connections (lent, pool)"
+    );
+    // They are still open and usable.
+    for s in conns.iter_mut().take(5) {
+        s.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+        let ex = read_exchange(s, 1, &[], false, Duration::from_secs(5));
+        assert_eq!(ex.statuses(), vec![200]);
+    }
+    server.stop();
+}
+
+#[test]
+fn idle_connections_hold_no_buffer_uring() {
+    idle_connections_hold_no_buffer(Backend::Uring);
+}
+
+#[test]
+fn idle_connections_hold_no_buffer_epoll() {
+    idle_connections_hold_no_buffer(Backend::Epoll);
 }
 
 #[test]

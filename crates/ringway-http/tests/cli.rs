@@ -19,8 +19,15 @@ struct Served {
 }
 
 fn serve(args: &[&str]) -> Served {
+    // Two cores unless the test says otherwise.
+    let threads: &[&str] = if args.contains(&"--threads") {
+        &[]
+    } else {
+        &["--threads", "2"]
+    };
     let mut child = Command::new(ringway_bin())
-        .args(["serve", "--bind", "127.0.0.1:0", "--threads", "2"])
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .args(threads)
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -43,6 +50,18 @@ fn serve(args: &[&str]) -> Served {
     }
 }
 
+impl Drop for Served {
+    /// A test that fails halfway must not leave its server running.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            // SAFETY: kill has no memory preconditions; the pid is our own child, not
+            // yet waited for.
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGKILL) };
+            let _ = self.child.wait();
+        }
+    }
+}
+
 fn get(addr: &str, req: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -60,9 +79,16 @@ fn stop(mut s: Served) -> (String, String) {
     assert_eq!(r, 0);
     let mut rest = String::new();
     s.stdout.read_to_string(&mut rest).unwrap();
-    let out = s.child.wait_with_output().unwrap();
-    assert!(out.status.success(), "exit status {:?}", out.status);
-    (String::from_utf8_lossy(&out.stderr).into_owned(), rest)
+    let mut err = String::new();
+    s.child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = s.child.wait().unwrap();
+    assert!(status.success(), "exit status {status:?}");
+    (err, rest)
 }
 
 #[test]
@@ -89,16 +115,22 @@ fn serve_hello_json_echo_and_sigterm() {
         err.contains("bad_request 1"),
         "error counters by class: {err}"
     );
-    // Common log format: host ident user [date] "request" status bytes.
+    // Common log format: host ident user [date] "request" status bytes. Each core
+    // hands its lines over in batches: lines of different cores (two here) may come
+    // out of order, so each is looked for.
     let lines: Vec<&str> = log.lines().collect();
     assert_eq!(lines.len(), 3, "stdout: {log:?} stderr: {err}");
-    assert!(lines[0].starts_with("127.0.0.1 - - ["), "{log}");
     assert!(
-        lines[0].ends_with(" +0000] \"GET /plaintext HTTP/1.1\" 200 13"),
+        lines.iter().all(|l| l.starts_with("127.0.0.1 - - [")),
         "{log}"
     );
-    assert!(lines[1].ends_with("\"GET / HTTP/1.0\" 200 13"), "{log}");
-    assert!(lines[2].ends_with("\"-\" 400 -"), "{log}");
+    for end in [
+        " +0000] \"GET /plaintext HTTP/1.1\" 200 13",
+        "] \"GET / HTTP/1.0\" 200 13",
+        "] \"-\" 400 -",
+    ] {
+        assert!(lines.iter().any(|l| l.ends_with(end)), "{end} in {log}");
+    }
 
     let s = serve(&["--json", "--backend", "epoll", "--no-access-log"]);
     assert!(s.banner.contains("epoll"), "{}", s.banner);
@@ -122,4 +154,166 @@ fn serve_hello_json_echo_and_sigterm() {
     assert_eq!(v["body"], "abc");
     assert_eq!(v["headers"][0][0], "host");
     stop(s);
+}
+
+/// Runs `ringway ARGS` to its end, killing it (and failing) if it has not ended within
+/// `limit`. Returns its exit status and stderr.
+fn run_bounded(args: &[&str], limit: Duration) -> (std::process::ExitStatus, String) {
+    let mut child = Command::new(ringway_bin())
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ringway");
+    let t = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            return (status, err);
+        }
+        if t.elapsed() > limit {
+            // SAFETY: kill has no memory preconditions; the pid is our own child, not
+            // yet waited for.
+            unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+            let _ = child.wait();
+            panic!("`ringway {}` still running after {limit:?}", args.join(" "));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A second server on a port a running one holds must fail as nginx does (address in
+/// use, non-zero exit), not start and take half of the connections; the cores of one
+/// server still share their port. Same for `ringway echo`.
+#[test]
+fn a_second_server_on_a_held_port_is_refused() {
+    let first = serve(&["--hello", "--no-access-log"]);
+    let addr = first.addr.clone();
+    let (status, err) = run_bounded(
+        &["serve", "--hello", "--no-access-log", "--bind", &addr],
+        Duration::from_secs(20),
+    );
+    assert!(!status.success(), "the second serve exited with {status:?}");
+    assert!(
+        err.to_ascii_lowercase().contains("address already in use"),
+        "stderr: {err}"
+    );
+    // Every connection still reaches the first server (its two cores share the port).
+    for _ in 0..40 {
+        let r = get(
+            &addr,
+            "GET /plaintext HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+        );
+        assert!(r.starts_with("HTTP/1.1 200 OK\r\n"), "{r}");
+    }
+    let (err, _) = stop(first);
+    assert!(err.contains("requests 40 "), "{err}");
+
+    // ringway echo: the same bootstrap, the same refusal.
+    let mut echo = Command::new(ringway_bin())
+        .args(["echo", "--bind", "127.0.0.1:0", "--threads", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn ringway echo");
+    let mut line = String::new();
+    BufReader::new(echo.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let echo_addr = line
+        .split("listening on ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    let (status, err) = run_bounded(&["echo", "--bind", &echo_addr], Duration::from_secs(20));
+    // SAFETY: as above, our own child.
+    unsafe { libc::kill(echo.id() as i32, libc::SIGKILL) };
+    let _ = echo.wait();
+    assert!(!status.success(), "the second echo exited with {status:?}");
+    assert!(
+        err.to_ascii_lowercase().contains("address already in use"),
+        "stderr: {err}"
+    );
+}
+
+/// With the access log on and nobody reading standard output (a full pipe), requests
+/// are still served: lines the log cannot take are dropped and counted, and the server
+/// still stops on SIGTERM within its drain deadline.
+#[test]
+fn a_stalled_stdout_never_stalls_requests() {
+    let mut s = serve(&["--hello", "--threads", "1", "--drain-timeout-ms", "500"]);
+    // From here on nobody reads the server's standard output: after the pipe's 64 KiB
+    // and the log's bounded queue, every line must be dropped, not waited for.
+    let mut c = TcpStream::connect(&s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let batch = "GET /plaintext HTTP/1.1\r\nHost: a\r\n\r\n".repeat(50);
+    let mut answered = 0;
+    let mut pending = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    for round in 0..200 {
+        c.write_all(batch.as_bytes()).unwrap();
+        let mut got = 0;
+        while got < 50 {
+            let n = match c.read(&mut buf) {
+                Ok(0) => panic!("closed in round {round}"),
+                Ok(n) => n,
+                Err(e) => panic!("round {round}: no response ({e}): the server stalled"),
+            };
+            pending.extend_from_slice(&buf[..n]);
+            let ends = pending
+                .windows(13)
+                .filter(|w| w == b"Hello, World!")
+                .count();
+            got += ends;
+            if ends > 0 {
+                let last = pending
+                    .windows(13)
+                    .rposition(|w| w == b"Hello, World!")
+                    .unwrap();
+                pending.drain(..last + 13);
+            }
+        }
+        answered += got;
+    }
+    assert_eq!(answered, 10_000);
+    drop(c);
+    // SAFETY: kill has no memory preconditions; our own child, not yet waited for.
+    assert_eq!(unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) }, 0);
+    let t = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = s.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "ringway serve did not stop with its stdout stalled"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(status.success(), "{status:?}");
+    let mut err = String::new();
+    s.child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let dropped: u64 = err
+        .split("log_dropped ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no log_dropped count in {err}"));
+    assert!(
+        dropped > 0 && dropped < 10_000,
+        "{dropped} lines dropped: {err}"
+    );
+    assert!(err.contains("requests 10000"), "{err}");
 }

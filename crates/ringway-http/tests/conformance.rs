@@ -422,6 +422,25 @@ fn cases() -> Vec<Case> {
             true,
         ),
         case("chunk ext too long", chunked(&long_ext), &[400], true),
+        // RFC 9112 §7.1.1: a name must follow `;`.
+        case(
+            "chunk ext without a name",
+            chunked("5;\r\nhello\r\n0\r\n\r\n"),
+            &[400],
+            true,
+        ),
+        case(
+            "chunk ext `;=v`",
+            chunked("5;=v\r\nhello\r\n0\r\n\r\n"),
+            &[400],
+            true,
+        ),
+        case(
+            "chunk ext with spaces",
+            chunked("5 ; a = b\r\nhello\r\n0\r\n\r\n"),
+            &[200],
+            false,
+        ),
         // 22. trailers
         case(
             "trailer",
@@ -602,8 +621,26 @@ fn hostile_inputs_epoll() {
     suite(ringway::Backend::Epoll);
 }
 
+/// The same cases against a request-view handler (`ViewTestHandler`): the strictness
+/// is the decoder's, whichever handler API answers.
+#[test]
+fn hostile_inputs_view_handler() {
+    suite_with(
+        ringway::Backend::Uring,
+        Setup {
+            view: true,
+            ..Setup::default()
+        },
+    );
+}
+
 fn suite(backend: ringway::Backend) {
-    let server = TestServer::start_with(config(), Some(backend), None);
+    suite_with(backend, Setup::default());
+}
+
+fn suite_with(backend: ringway::Backend, mut setup: Setup) {
+    setup.backend = Some(backend);
+    let server = TestServer::start_setup(config(), setup);
     let cases = cases();
     let mut failures = Vec::new();
     let mut streams = Vec::new();

@@ -1,13 +1,14 @@
-//! Property tests of head parsing and body framing (proptest, stable Rust):
-//! - any valid request stream (heads with random fields, Content-Length and chunked
-//!   bodies), cut into pieces anywhere and fed as a connection would feed it, decodes to
-//!   exactly what the whole stream decodes to;
-//! - random mutations of a valid request never panic and never yield two requests
-//!   where one was sent.
+//! Property tests of the request decoder the server serves with (`RequestDecoder`,
+//! proptest, stable Rust):
+//! - any valid request stream (random methods, targets, fields, Content-Length and
+//!   chunked bodies), cut into pieces anywhere and fed as a connection feeds it,
+//!   decodes to exactly the requests that were generated: method, target, fields, body;
+//! - random mutations of a valid request never panic, never yield two requests where
+//!   one was sent, and decode the same whole or in pieces.
 
 use proptest::prelude::*;
-use ringway_http::decode::{decode_stream, Stream};
-use ringway_http::Config;
+use ringway_http::decode::decode_stream;
+use ringway_http::{Config, Event, RequestDecoder};
 
 #[derive(Debug, Clone)]
 enum Framing {
@@ -16,11 +17,21 @@ enum Framing {
     Chunked(Vec<usize>),
 }
 
+/// One request as generated: what a correct decoder must give back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Sent {
+    method: String,
+    target: String,
+    fields: Vec<(String, Vec<u8>)>,
+    body: Vec<u8>,
+}
+
 fn token() -> impl Strategy<Value = String> {
     "[A-Za-z][A-Za-z0-9-]{0,12}"
 }
 
-fn request() -> impl Strategy<Value = Vec<u8>> {
+/// A request and its bytes on the wire.
+fn request() -> impl Strategy<Value = (Sent, Vec<u8>)> {
     (
         prop::sample::select(vec!["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]),
         "/[a-z0-9/._~%-]{0,30}(\\?[a-z0-9=&]{0,20})?",
@@ -32,33 +43,30 @@ fn request() -> impl Strategy<Value = Vec<u8>> {
             prop::collection::vec(1usize..50, 1..5).prop_map(Framing::Chunked)
         ],
     )
-        .prop_map(|(method, target, fields, body, framing)| {
+        .prop_map(|(method, target, raw_fields, body, framing)| {
             let mut r = format!("{method} {target} HTTP/1.1\r\nHost: example\r\n").into_bytes();
-            for (n, v) in fields {
-                let lower = n.to_ascii_lowercase();
-                if [
-                    "host",
-                    "content-length",
-                    "transfer-encoding",
-                    "connection",
-                    "expect",
-                ]
-                .contains(&lower.as_str())
-                {
-                    continue;
-                }
-                r.extend_from_slice(format!("X-{n}: {}\r\n", v.trim()).as_bytes());
+            let mut fields = vec![("Host".to_string(), b"example".to_vec())];
+            for (n, v) in raw_fields {
+                let name = format!("X-{n}");
+                let value = v.trim_matches([' ', '\t']).to_string();
+                r.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+                fields.push((name, value.into_bytes()));
             }
-            match framing {
-                Framing::None => r.extend_from_slice(b"\r\n"),
+            let body = match framing {
+                Framing::None => {
+                    r.extend_from_slice(b"\r\n");
+                    Vec::new()
+                }
                 Framing::Length => {
-                    r.extend_from_slice(
-                        format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes(),
-                    );
+                    let line = format!("Content-Length: {}", body.len());
+                    r.extend_from_slice(format!("{line}\r\n\r\n").as_bytes());
+                    fields.push(("Content-Length".into(), body.len().to_string().into()));
                     r.extend_from_slice(&body);
+                    body
                 }
                 Framing::Chunked(sizes) => {
                     r.extend_from_slice(b"Transfer-Encoding: chunked\r\n\r\n");
+                    fields.push(("Transfer-Encoding".into(), b"chunked".to_vec()));
                     let mut rest = &body[..];
                     for s in sizes {
                         let take = s.min(rest.len());
@@ -76,109 +84,152 @@ fn request() -> impl Strategy<Value = Vec<u8>> {
                         r.extend_from_slice(b"\r\n");
                     }
                     r.extend_from_slice(b"0\r\nX-Trailer: t\r\n\r\n");
+                    body
                 }
-            }
-            r
+            };
+            let sent = Sent {
+                method: method.to_string(),
+                target,
+                fields,
+                body,
+            };
+            (sent, r)
         })
 }
 
-/// Feeds `buf` in pieces ending at `cuts`, the way a connection does: decode what is
-/// complete, keep the rest, append the next piece.
-fn feed_in_pieces(buf: &[u8], cuts: &[usize], cfg: &Config) -> Summary {
-    let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (buf.len() + 1)).collect();
-    cuts.sort_unstable();
-    cuts.push(buf.len());
-    let mut pending: Vec<u8> = Vec::new();
-    let mut out = Summary::default();
-    let mut last = 0;
-    for c in cuts {
-        pending.extend_from_slice(&buf[last..c]);
-        last = c;
-        let s = decode_stream(&pending, cfg);
-        // Consume whole requests only (as the connection would have served them).
-        let used = consumed(&pending, &s, cfg);
-        out.requests.extend(summarise(&s).requests);
-        if s.error.is_some() {
-            out.error = s.error.map(|e| e.status());
-            return out;
-        }
-        pending.drain(..used);
-    }
-    out.incomplete = !pending.is_empty();
-    out
-}
-
-/// Bytes taken by the complete requests of `s` (re-decoding prefixes: test-only cost).
-fn consumed(buf: &[u8], s: &Stream, cfg: &Config) -> usize {
-    let want = s.requests.len();
-    if want == 0 {
-        return 0;
-    }
-    (1..=buf.len())
-        .find(|&n| {
-            let p = decode_stream(&buf[..n], cfg);
-            p.requests.len() == want && !p.incomplete
-        })
-        .unwrap_or(buf.len())
-}
-
-/// (method, target, fields, body) of one request.
-type Summarised = (String, String, Vec<(String, Vec<u8>)>, Vec<u8>);
-
+/// What feeding a stream gave: the requests decoded, the status of the error that
+/// ended it, whether it ended inside a request.
 #[derive(Debug, Default, PartialEq, Eq)]
-struct Summary {
-    requests: Vec<Summarised>,
+struct Decoded {
+    requests: Vec<Sent>,
     error: Option<u16>,
     incomplete: bool,
 }
 
-fn summarise(s: &Stream) -> Summary {
-    Summary {
+/// Feeds `buf` in pieces ending at `cuts` the way a connection does: the unconsumed
+/// input grows by each piece, the decoder runs until it needs more, the bytes each event
+/// used are consumed.
+fn feed_in_pieces(buf: &[u8], cuts: &[usize], cfg: &Config) -> Decoded {
+    let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (buf.len() + 1)).collect();
+    cuts.sort_unstable();
+    cuts.push(buf.len());
+    let mut decoder = RequestDecoder::new();
+    let mut input: Vec<u8> = Vec::new();
+    let mut out = Decoded::default();
+    let mut current: Option<Sent> = None;
+    let mut last = 0;
+    for c in cuts {
+        input.extend_from_slice(&buf[last..c]);
+        last = c;
+        loop {
+            let (used, event) = match decoder.decode(&input, cfg) {
+                Ok(r) => r,
+                Err(e) => {
+                    out.error = Some(e.status());
+                    return out;
+                }
+            };
+            match event {
+                Event::Head(raw) => {
+                    let sent = Sent {
+                        method: raw.method(&input).to_string(),
+                        target: raw.target(&input).to_string(),
+                        fields: raw
+                            .fields(&input)
+                            .map(|(n, v)| (n.to_string(), v.to_vec()))
+                            .collect(),
+                        body: Vec::new(),
+                    };
+                    if raw.body == ringway_http::BodyKind::None {
+                        out.requests.push(sent);
+                    } else {
+                        current = Some(sent);
+                    }
+                }
+                Event::Data(a, b) => current
+                    .as_mut()
+                    .expect("body bytes belong to a request")
+                    .body
+                    .extend_from_slice(&input[a..b]),
+                Event::BodyEnd => out.requests.extend(current.take()),
+                Event::NeedMore => {
+                    input.drain(..used);
+                    break;
+                }
+            }
+            input.drain(..used);
+        }
+    }
+    out.incomplete = !input.is_empty() || current.is_some();
+    out
+}
+
+/// The same stream through `decode_stream` (the whole buffer at once).
+fn decode_whole(buf: &[u8], cfg: &Config) -> Decoded {
+    let s = decode_stream(buf, cfg);
+    Decoded {
         requests: s
             .requests
             .iter()
-            .map(|r| {
-                (
-                    r.head.method.to_string(),
-                    r.head.uri.to_string(),
-                    r.head
-                        .headers
-                        .iter()
-                        .map(|(n, v)| (n.to_string(), v.as_bytes().to_vec()))
-                        .collect(),
-                    r.body.clone(),
-                )
+            .map(|r| Sent {
+                method: r.head.method.to_string(),
+                target: r.head.uri.to_string(),
+                fields: r
+                    .head
+                    .headers
+                    .iter()
+                    .map(|(n, v)| (n.to_string(), v.as_bytes().to_vec()))
+                    .collect(),
+                body: r.body.clone(),
             })
             .collect(),
-        error: s.error.as_ref().map(|e| e.status()),
+        error: s.error.map(|e| e.status()),
         incomplete: s.incomplete,
     }
+}
+
+/// Fields as an `http` map gives them back: names in lower case, grouped by name in
+/// the order each name first appeared.
+fn as_map(mut d: Decoded) -> Decoded {
+    for r in &mut d.requests {
+        let mut order: Vec<String> = Vec::new();
+        for (n, _) in &mut r.fields {
+            *n = n.to_ascii_lowercase();
+            if !order.contains(n) {
+                order.push(n.clone());
+            }
+        }
+        r.fields
+            .sort_by_key(|(n, _)| order.iter().position(|o| o == n));
+    }
+    d
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, .. ProptestConfig::default() })]
 
     #[test]
-    fn any_split_parses_the_same(
+    fn any_split_decodes_to_what_was_sent(
         reqs in prop::collection::vec(request(), 1..4),
-        cuts in prop::collection::vec(any::<usize>(), 0..4),
+        cuts in prop::collection::vec(any::<usize>(), 0..6),
     ) {
         let cfg = Config::default();
-        let stream: Vec<u8> = reqs.concat();
-        let whole = summarise(&decode_stream(&stream, &cfg));
-        prop_assert_eq!(whole.requests.len(), reqs.len(), "every valid request decodes");
-        prop_assert!(whole.error.is_none() && !whole.incomplete);
+        let stream: Vec<u8> = reqs.iter().flat_map(|(_, b)| b.clone()).collect();
+        let sent: Vec<Sent> = reqs.into_iter().map(|(s, _)| s).collect();
+        let want = Decoded { requests: sent, error: None, incomplete: false };
         let pieces = feed_in_pieces(&stream, &cuts, &cfg);
-        prop_assert_eq!(pieces, whole);
+        prop_assert_eq!(&pieces, &want);
+        prop_assert_eq!(decode_whole(&stream, &cfg), as_map(want));
     }
 
     #[test]
-    fn mutations_never_panic_nor_smuggle(
+    fn mutations_never_panic_smuggle_or_depend_on_the_split(
         req in request(),
         muts in prop::collection::vec((any::<usize>(), any::<u8>(), 0u8..3), 1..6),
+        cuts in prop::collection::vec(any::<usize>(), 0..4),
     ) {
         let cfg = Config::default();
-        let mut m = req.clone();
+        let mut m = req.1.clone();
         for (pos, byte, kind) in muts {
             let p = pos % (m.len() + 1);
             match kind {
@@ -188,7 +239,9 @@ proptest! {
                 _ => {}
             }
         }
-        let s = decode_stream(&m, &cfg);
-        prop_assert!(s.requests.len() <= 1, "one request sent, {} decoded", s.requests.len());
+        let whole = feed_in_pieces(&m, &[], &cfg);
+        prop_assert!(whole.requests.len() <= 1, "one request sent, {} decoded", whole.requests.len());
+        let pieces = feed_in_pieces(&m, &cuts, &cfg);
+        prop_assert_eq!(pieces, whole);
     }
 }

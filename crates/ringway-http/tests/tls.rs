@@ -115,6 +115,51 @@ fn rustls_client_tls13_tls12_alpn_resumption_pipelining() {
     server.stop();
 }
 
+/// What resumes a session, checked rather than assumed: TLS 1.3 by tickets; TLS 1.2
+/// by tickets and, for a client that does not take tickets, by session id (the server
+/// keeps a session cache and a ticketer, see `tls::server_config_from`).
+#[test]
+fn what_resumes_tls12_and_tls13_sessions() {
+    use rustls::client::{Resumption, Tls12Resumption};
+    let c = certs();
+    let server = server(&c);
+    let req = b"GET /r HTTP/1.1\r\nHost: a\r\n\r\n";
+    let cases = [
+        (
+            "1.3 tickets",
+            &rustls::version::TLS13,
+            Tls12Resumption::SessionIdOrTickets,
+        ),
+        (
+            "1.2 tickets",
+            &rustls::version::TLS12,
+            Tls12Resumption::SessionIdOrTickets,
+        ),
+        (
+            "1.2 session id only",
+            &rustls::version::TLS12,
+            Tls12Resumption::SessionIdOnly,
+        ),
+    ];
+    for (name, version, tls12) in cases {
+        let mut cfg = (*client_config(&c, version)).clone();
+        cfg.resumption = Resumption::in_memory_sessions(8).tls12_resumption(tls12);
+        let cfg = Arc::new(cfg);
+        let (_, _, first) = tls_exchange(&server, &cfg, req, 1);
+        let (r, _, second) = tls_exchange(&server, &cfg, req, 1);
+        assert_eq!(r[0].status, 200);
+        assert!(!first && second, "{name}: resumed {first} then {second}");
+    }
+    // And without resumption on the client, nothing resumes (the check can fail).
+    let mut cfg = (*client_config(&c, &rustls::version::TLS12)).clone();
+    cfg.resumption = Resumption::disabled();
+    let cfg = Arc::new(cfg);
+    let _ = tls_exchange(&server, &cfg, req, 1);
+    let (_, _, again) = tls_exchange(&server, &cfg, req, 1);
+    assert!(!again, "nothing to resume with");
+    server.stop();
+}
+
 #[test]
 fn curl_gets_the_right_bytes() {
     assert!(

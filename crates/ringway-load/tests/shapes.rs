@@ -39,14 +39,22 @@ fn rustlet_shape_threads_and_iterations() {
     assert!(text.contains("99.9%"), "{text}");
 }
 
+/// A batch is 10 requests in flight at once: the server holds every response until 10
+/// requests are held together (`--hold 10`), so a client that sent fewer at once would
+/// only get answers by the hold's timeout, which the server counts.
 #[test]
 fn batches_of_concurrent_requests() {
-    let server = Server::start(&["--mode", "cl"]);
+    let server = Server::start(&["--mode", "cl", "--hold", "10"]);
     let url = server.url("/");
     let (report, text) = load(&["--batch", "10", "-n", "50", &url]);
     let counts = server.stop();
     assert_eq!(report.error_total(), 0, "{:?}", report.errors);
     assert_eq!((report.requests, counts.responses), (50, 50));
+    assert_eq!(
+        (counts.held_max, counts.hold_timeouts),
+        (10, 0),
+        "each batch's 10 requests were in flight together"
+    );
     let batches = report.batch_us.as_ref().expect("batch times");
     assert_eq!(batches.count, 5);
     // Persistent connections: one per request of a batch.
@@ -54,7 +62,7 @@ fn batches_of_concurrent_requests() {
     assert!(text.contains("Batches: 5"), "{text}");
 
     // Fresh connections for every batch.
-    let server = Server::start(&["--mode", "cl"]);
+    let server = Server::start(&["--mode", "cl", "--hold", "10"]);
     let url = server.url("/");
     let (report, _) = load(&["--batch", "10", "-n", "50", "-x", "1", &url]);
     let counts = server.stop();
@@ -62,6 +70,7 @@ fn batches_of_concurrent_requests() {
         (report.requests, counts.responses, counts.connections),
         (50, 50, 50)
     );
+    assert_eq!((counts.held_max, counts.hold_timeouts), (10, 0));
 }
 
 #[test]

@@ -3,52 +3,88 @@
 //! reader for the client side, and the h11 cross-check.
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use http::{Request, Response, StatusCode};
 use ringway::Backend;
-use ringway_http::{Body, Config, Server, ShutdownHandle, StatsSnapshot};
+use ringway_http::{Body, Config, Server, ShutdownHandle, Stats, StatsSnapshot};
 
 /// A server running the test handler on one core of its own runtime.
-pub struct TestServer {
+pub(crate) struct TestServer {
     pub addr: SocketAddr,
     pub shutdown: ShutdownHandle,
     pub rt: ringway::Handle,
+    /// The live counters.
+    pub stats: Arc<Stats>,
     thread: Option<std::thread::JoinHandle<StatsSnapshot>>,
 }
 
+/// How the in-process server is made.
+#[derive(Default)]
+pub(crate) struct Setup {
+    pub backend: Option<Backend>,
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    pub dir: Option<PathBuf>,
+    /// Where the access log goes (turns it on).
+    pub log: Option<Box<dyn Write + Send>>,
+    /// Serve with the request-view twin of the test handler ([`view_test_handler`]).
+    pub view: bool,
+}
+
 impl TestServer {
-    pub fn start(cfg: Config) -> TestServer {
+    pub(crate) fn start(cfg: Config) -> TestServer {
         Self::start_with(cfg, None, None)
     }
 
-    pub fn start_with(
+    pub(crate) fn start_with(
         cfg: Config,
         backend: Option<Backend>,
         tls: Option<Arc<rustls::ServerConfig>>,
     ) -> TestServer {
-        Self::start_full(cfg, backend, tls, None)
+        Self::start_setup(
+            cfg,
+            Setup {
+                backend,
+                tls,
+                ..Setup::default()
+            },
+        )
     }
 
     /// A server of the files under `dir`.
-    pub fn start_static(dir: PathBuf) -> TestServer {
-        Self::start_full(Config::default(), None, None, Some(dir))
+    pub(crate) fn start_static(dir: PathBuf) -> TestServer {
+        Self::start_static_with(dir, Config::default(), None)
     }
 
-    pub fn start_static_with(dir: PathBuf, cfg: Config, backend: Option<Backend>) -> TestServer {
-        Self::start_full(cfg, backend, None, Some(dir))
-    }
-
-    fn start_full(
+    pub(crate) fn start_static_with(
+        dir: PathBuf,
         cfg: Config,
         backend: Option<Backend>,
-        tls: Option<Arc<rustls::ServerConfig>>,
-        dir: Option<PathBuf>,
     ) -> TestServer {
+        Self::start_setup(
+            cfg,
+            Setup {
+                backend,
+                dir: Some(dir),
+                ..Setup::default()
+            },
+        )
+    }
+
+    pub(crate) fn start_setup(cfg: Config, setup: Setup) -> TestServer {
+        let Setup {
+            backend,
+            tls,
+            dir,
+            log,
+            view,
+        } = setup;
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
             let mut b = ringway::Runtime::builder();
@@ -61,7 +97,11 @@ impl TestServer {
             if let Some(t) = tls {
                 server = server.with_tls(t);
             }
+            if let Some(sink) = log {
+                server = server.access_log_to(sink);
+            }
             let running = match dir {
+                None if view => server.start_view(&rt, "127.0.0.1:0", || ViewTestHandler),
                 None => server.start(&rt, "127.0.0.1:0", || test_handler),
                 Some(dir) => {
                     let files = ringway_http::files::StaticFiles::new(dir).expect("static dir");
@@ -75,21 +115,40 @@ impl TestServer {
                 }
             }
             .expect("server start");
-            tx.send((running.local_addr(), running.shutdown_handle(), rt.handle()))
-                .unwrap();
+            tx.send((
+                running.local_addr(),
+                running.shutdown_handle(),
+                rt.handle(),
+                running.stats(),
+            ))
+            .unwrap();
             running.wait(&rt)
         });
-        let (addr, shutdown, rt) = rx.recv().expect("server started");
+        let (addr, shutdown, rt, stats) = rx.recv().expect("server started");
         TestServer {
             addr,
             shutdown,
             rt,
+            stats,
             thread: Some(thread),
         }
     }
 
+    /// Runs `f` on the server's core (between its connections' turns) and returns
+    /// what it gave.
+    pub(crate) fn on_core<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.rt
+            .spawn_on(0, move || async move {
+                let _ = tx.send(f());
+            })
+            .detach();
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("the server's core answered")
+    }
+
     /// Graceful shutdown, then joins the server thread.
-    pub fn stop(mut self) -> StatsSnapshot {
+    pub(crate) fn stop(mut self) -> StatsSnapshot {
         self.shutdown.shutdown();
         self.thread.take().unwrap().join().expect("server thread")
     }
@@ -105,7 +164,7 @@ impl Drop for TestServer {
 }
 
 /// The handler under test: echoes the parsed request as JSON, with a few special paths.
-pub async fn test_handler(req: Request<Body>) -> Response<Body> {
+pub(crate) async fn test_handler(req: Request<Body>) -> Response<Body> {
     let path = req.uri().path().to_string();
     let status = |s: u16| {
         let mut r = Response::new(Body::empty());
@@ -133,6 +192,10 @@ pub async fn test_handler(req: Request<Body>) -> Response<Body> {
         "/big" => return Response::new(Body::from(vec![b'z'; 32 << 20])),
         "/sleep" => {
             ringway::time::sleep(Duration::from_millis(300)).await;
+        }
+        p if p.starts_with("/hold/") => {
+            Hold::serve(&p["/hold/".len()..]).await;
+            return Response::new(Body::from("held"));
         }
         _ => {}
     }
@@ -167,8 +230,161 @@ pub async fn test_handler(req: Request<Body>) -> Response<Body> {
     Response::new(Body::from(v.to_string()))
 }
 
+/// A request the test handler holds until released (path `/hold/KEY`): the test
+/// learns that its handler started, and decides when it ends. Events, not sleeps.
+pub(crate) struct Hold {
+    key: String,
+    state: Arc<HoldState>,
+}
+
+#[derive(Default)]
+struct HoldState {
+    started: AtomicBool,
+    released: AtomicBool,
+}
+
+fn holds() -> &'static Mutex<HashMap<String, Arc<HoldState>>> {
+    static HOLDS: std::sync::OnceLock<Mutex<HashMap<String, Arc<HoldState>>>> =
+        std::sync::OnceLock::new();
+    HOLDS.get_or_init(Default::default)
+}
+
+impl Hold {
+    /// A hold for the requests whose path is [`path`](Self::path).
+    pub(crate) fn new(key: &str) -> Hold {
+        let state = Arc::new(HoldState::default());
+        holds()
+            .lock()
+            .unwrap()
+            .insert(key.to_string(), state.clone());
+        Hold {
+            key: key.to_string(),
+            state,
+        }
+    }
+
+    pub(crate) fn path(&self) -> String {
+        format!("/hold/{}", self.key)
+    }
+
+    /// Waits (at most `limit`) until a handler took the request.
+    pub(crate) fn wait_started(&self, limit: Duration) {
+        assert!(
+            wait_for(limit, || self.state.started.load(Ordering::SeqCst)),
+            "the held handler did not start within {limit:?}"
+        );
+    }
+
+    /// Lets the handler answer.
+    pub(crate) fn release(&self) {
+        self.state.released.store(true, Ordering::SeqCst);
+    }
+
+    /// The handler's side: says it started, then waits to be released.
+    async fn serve(key: &str) {
+        let state = holds().lock().unwrap().get(key).cloned();
+        let Some(state) = state else { return };
+        state.started.store(true, Ordering::SeqCst);
+        while !state.released.load(Ordering::SeqCst) {
+            ringway::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        self.release();
+        holds().lock().unwrap().remove(&self.key);
+    }
+}
+
+/// Polls `cond` until it holds or `limit` passes; whether it held. For waiting on an
+/// event the test cannot be told about directly (the limit only bounds a failure).
+pub(crate) fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let t = Instant::now();
+    loop {
+        if cond() {
+            return true;
+        }
+        if t.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// The request-view twin of [`test_handler`]: the same answers (the JSON of the parsed
+/// request; `/status/204`, `/status/304`, `/stream`, `/big`, `/chunks`,
+/// `/ignore-body`), written with `ViewHandler`; and `/plaintext`, a `Hello, World!`
+/// that allocates nothing.
+pub(crate) struct ViewTestHandler;
+
+impl ringway_http::ViewHandler for ViewTestHandler {
+    async fn call<'a>(
+        &'a self,
+        req: ringway_http::RequestView<'a>,
+        res: ringway_http::Responder<'a>,
+    ) -> ringway_http::Written {
+        let path = req.path();
+        match path {
+            "/status/204" => return res.status(StatusCode::NO_CONTENT).empty(),
+            "/status/304" => return res.status(StatusCode::NOT_MODIFIED).empty(),
+            "/big" => return res.ok().bytes(&vec![b'z'; 32 << 20]),
+            "/ignore-body" => return res.ok().bytes(b"ignored"),
+            // Allocates nothing (the allocation test counts on it).
+            "/plaintext" => return res.ok().bytes(b"Hello, World!"),
+            "/stream" => {
+                let mut n = 0;
+                return res.ok().body(Body::from_fn(None, move |_| {
+                    n += 1;
+                    std::task::Poll::Ready(if n <= 3 {
+                        Some(Ok(bytes::Bytes::from(format!("part{n};"))))
+                    } else {
+                        None
+                    })
+                }));
+            }
+            _ => {}
+        }
+        let method = req.method().to_string();
+        let target = req.target().to_string();
+        if path == "/chunks" {
+            let (mut pieces, mut total) = (0, 0);
+            match req.into_body() {
+                ringway_http::ViewBody::Whole(b) => {
+                    pieces = 1;
+                    total = b.len();
+                }
+                ringway_http::ViewBody::Streamed(mut body) => {
+                    while let Some(c) = body.chunk().await {
+                        match c {
+                            Ok(c) => {
+                                pieces += 1;
+                                total += c.len();
+                            }
+                            Err(_) => return res.status(StatusCode::BAD_REQUEST).empty(),
+                        }
+                    }
+                }
+            }
+            let v = serde_json::json!({ "pieces": pieces, "total": total });
+            return res.ok().bytes(v.to_string().as_bytes());
+        }
+        let Ok(body) = req.body_bytes().await else {
+            return res.status(StatusCode::BAD_REQUEST).empty();
+        };
+        let v = serde_json::json!({
+            "method": method,
+            "target": target,
+            "body": String::from_utf8_lossy(&body),
+            "body_len": body.len(),
+        });
+        res.ok().bytes(v.to_string().as_bytes())
+    }
+}
+
 /// A client connection with a read timeout.
-pub fn connect(addr: SocketAddr) -> TcpStream {
+pub(crate) fn connect(addr: SocketAddr) -> TcpStream {
     let s = TcpStream::connect(addr).expect("connect");
     s.set_nodelay(true).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -177,27 +393,27 @@ pub fn connect(addr: SocketAddr) -> TcpStream {
 
 /// One parsed response.
 #[derive(Debug, Clone)]
-pub struct Resp {
+pub(crate) struct Resp {
     pub status: u16,
     pub headers: Vec<(String, Vec<u8>)>,
     pub body: Vec<u8>,
 }
 
 impl Resp {
-    pub fn header(&self, name: &str) -> Option<&[u8]> {
+    pub(crate) fn header(&self, name: &str) -> Option<&[u8]> {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_slice())
     }
-    pub fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
     }
 }
 
 /// Parses as many complete responses as `buf` holds (`heads[i]`: the i-th request was
 /// HEAD). Returns the responses and the bytes they took.
-pub fn parse_responses(buf: &[u8], heads: &[bool], eof: bool) -> (Vec<Resp>, usize) {
+pub(crate) fn parse_responses(buf: &[u8], heads: &[bool], eof: bool) -> (Vec<Resp>, usize) {
     let mut out = Vec::new();
     let mut pos = 0;
     loop {
@@ -258,7 +474,7 @@ pub fn parse_responses(buf: &[u8], heads: &[bool], eof: bool) -> (Vec<Resp>, usi
 
 /// What reading a connection gave.
 #[derive(Debug)]
-pub struct Exchange {
+pub(crate) struct Exchange {
     pub responses: Vec<Resp>,
     pub raw: Vec<u8>,
     pub closed: bool,
@@ -266,7 +482,7 @@ pub struct Exchange {
 
 impl Exchange {
     /// Final statuses (1xx left out).
-    pub fn statuses(&self) -> Vec<u16> {
+    pub(crate) fn statuses(&self) -> Vec<u16> {
         self.responses
             .iter()
             .filter(|r| r.status >= 200)
@@ -277,7 +493,7 @@ impl Exchange {
 
 /// Reads until `want` final responses have arrived and, if `until_close`, until the
 /// server closes (at most `limit` in all).
-pub fn read_exchange(
+pub(crate) fn read_exchange(
     s: &mut TcpStream,
     want: usize,
     heads: &[bool],
@@ -317,7 +533,7 @@ pub fn read_exchange(
 }
 
 /// Writes `parts` one by one (a short pause between them so they arrive apart).
-pub fn write_parts(s: &mut TcpStream, parts: &[&[u8]], pause: Duration) {
+pub(crate) fn write_parts(s: &mut TcpStream, parts: &[&[u8]], pause: Duration) {
     for (i, p) in parts.iter().enumerate() {
         if i > 0 && !pause.is_zero() {
             std::thread::sleep(pause);
@@ -329,7 +545,7 @@ pub fn write_parts(s: &mut TcpStream, parts: &[&[u8]], pause: Duration) {
 }
 
 /// The workspace root.
-pub fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
@@ -339,7 +555,7 @@ pub fn workspace_root() -> PathBuf {
 /// Serialised: the two backends' conformance tests run in parallel threads, and two
 /// `python -m venv` + `pip install` into one directory at once break each other (CI saw
 /// one pip fail that way).
-pub fn h11_python() -> PathBuf {
+pub(crate) fn h11_python() -> PathBuf {
     static SETUP: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one_at_a_time = SETUP.lock().unwrap_or_else(|e| e.into_inner());
     let root = workspace_root();
@@ -373,7 +589,7 @@ pub fn h11_python() -> PathBuf {
 
 /// Runs h11 over every `(methods, raw bytes, closed)` response stream; panics with its
 /// complaints if it refuses any.
-pub fn check_with_h11(streams: &[(Vec<String>, Vec<u8>, bool)]) {
+pub(crate) fn check_with_h11(streams: &[(Vec<String>, Vec<u8>, bool)]) {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("ringway-h11-{}-{n}", std::process::id()));
@@ -407,7 +623,7 @@ pub fn check_with_h11(streams: &[(Vec<String>, Vec<u8>, bool)]) {
 }
 
 /// The `ringway` binary, built by `cargo build -p ringway-cli` into this target dir.
-pub fn ringway_bin() -> PathBuf {
+pub(crate) fn ringway_bin() -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let st = std::process::Command::new(cargo)
         .args(["build", "-q", "-p", "ringway-cli", "--bin", "ringway"])

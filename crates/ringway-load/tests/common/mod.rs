@@ -18,6 +18,10 @@ pub struct Counts {
     pub requests: u64,
     pub responses: u64,
     pub connections: u64,
+    /// With `--hold N`: the most requests held at once.
+    pub held_max: u64,
+    /// With `--hold N`: requests the barrier let go by its timeout.
+    pub hold_timeouts: u64,
 }
 
 /// A running test server; stopped (by its pid) when dropped.
@@ -96,6 +100,8 @@ impl Server {
             requests: 0,
             responses: 0,
             connections: 0,
+            held_max: 0,
+            hold_timeouts: 0,
         };
         for part in rest.split_whitespace() {
             let (k, v) = part.split_once('=').expect("key=value");
@@ -104,6 +110,8 @@ impl Server {
                 "requests" => c.requests = v,
                 "responses" => c.responses = v,
                 "connections" => c.connections = v,
+                "held_max" => c.held_max = v,
+                "hold_timeouts" => c.hold_timeouts = v,
                 _ => {}
             }
         }

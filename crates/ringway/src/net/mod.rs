@@ -5,12 +5,14 @@
 //! sends on one socket can never be in flight out of order.
 
 mod background;
+mod per_core;
 mod socket;
 mod tcp;
 mod udp;
 mod unix;
 
 pub use background::{Flush, SendAllFuture};
+pub use per_core::bind_per_core;
 pub use socket::{ReadFuture, RecvStream, WriteAll, WriteFuture};
 pub use tcp::{Incoming, ListenOptions, OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream};
 pub use udp::UdpSocket;

@@ -11,9 +11,13 @@
 //! `--stall-ms A --every-ms B` freezes the whole server for A ms every B ms;
 //! `--work-us N` burns N µs of CPU per request (a server that is the bottleneck);
 //! `--poll-loop` serves from a plain poll(2) loop that answers each request at once.
+//! `--hold N` holds every response until N requests are held at once (then answers
+//! them all), or for 2 s at most (counted): a client that says it sends N requests
+//! concurrently is checked to do so (`held_max`, `hold_timeouts` in the report).
 //! A request for `/status/NNN` is answered with that status.
 
 mod counters;
+mod hold;
 mod http;
 mod poll_loop;
 mod tls;
@@ -32,6 +36,7 @@ struct Opts {
     work: Duration,
     tls: Option<(String, String)>,
     poll_loop: bool,
+    hold: usize,
 }
 
 fn parse_args() -> Result<Opts, String> {
@@ -41,6 +46,7 @@ fn parse_args() -> Result<Opts, String> {
         work: Duration::ZERO,
         tls: None,
         poll_loop: false,
+        hold: 0,
     };
     let mut stall_ms = None;
     let mut every_ms = 1000u64;
@@ -72,6 +78,11 @@ fn parse_args() -> Result<Opts, String> {
                 )
             }
             "--poll-loop" => o.poll_loop = true,
+            "--hold" => {
+                o.hold = val()?
+                    .parse()
+                    .map_err(|e: std::num::ParseIntError| e.to_string())?
+            }
             "--cert" => cert = Some(val()?),
             "--key" => key = Some(val()?),
             _ => return Err(format!("unknown argument {a}")),
@@ -130,13 +141,13 @@ fn main() {
         while let Some(conn) = incoming.next().await {
             if let Ok(stream) = conn {
                 CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                ringway::spawn(serve_conn(stream, opts.mode, opts.work)).detach();
+                ringway::spawn(serve_conn(stream, opts.mode, opts.work, opts.hold)).detach();
             }
         }
     });
 }
 
-async fn serve_conn(mut stream: TcpStream, mode: Mode, work: Duration) {
+async fn serve_conn(mut stream: TcpStream, mode: Mode, work: Duration, hold: usize) {
     let _ = stream.set_nodelay(true);
     let mut rx = stream.recv_multishot();
     let mut buf: Vec<u8> = Vec::new();
@@ -162,6 +173,9 @@ async fn serve_conn(mut stream: TcpStream, mode: Mode, work: Duration) {
                 Parsed::Request { len, status } => {
                     REQUESTS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     buf.drain(..len);
+                    if hold > 0 {
+                        hold::barrier(hold).await;
+                    }
                     burn(work);
                     http::respond(mode, status, &mut out);
                     answered += 1;

@@ -1,0 +1,132 @@
+//! Allocations on the serving core, counted: with a request-view handler the path of a
+//! request allocates nothing in the steady state (buffers come from the core's pools,
+//! the head is read where it was received, the response written in place), with the
+//! access log on or off. A count, not a timing: the allocator counts the calls made on
+//! the server's core thread.
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::io::{Read, Write};
+
+use common::*;
+use ringway_http::Config;
+
+/// The system allocator, counting the allocations of threads that ask for it.
+struct Counting;
+
+thread_local! {
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+    static COUNT: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: every call is passed to the system allocator unchanged; the counters are
+// thread-local cells with const initialisers (no allocation, no reentrancy).
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = COUNTING.try_with(|c| {
+            if c.get() {
+                COUNT.with(|n| n.set(n.get() + 1));
+            }
+        });
+        // SAFETY: the caller's layout, passed on.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: a pointer this allocator (the system's) returned, with its layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = COUNTING.try_with(|c| {
+            if c.get() {
+                COUNT.with(|n| n.set(n.get() + 1));
+            }
+        });
+        // SAFETY: as for dealloc, and the caller's new size.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// Allocations on the server's core while `requests` batches of `depth` pipelined
+/// requests go over `conns` keep-alive connections (after a warm-up round).
+fn allocations(server: &TestServer, conns: usize, depth: usize, rounds: usize) -> u64 {
+    let mut cs: Vec<_> = (0..conns).map(|_| connect(server.addr)).collect();
+    let batch = "GET /plaintext HTTP/1.1\r\nHost: a\r\n\r\n".repeat(depth);
+    let round = |cs: &mut Vec<std::net::TcpStream>| {
+        for c in cs.iter_mut() {
+            c.write_all(batch.as_bytes()).unwrap();
+        }
+        for c in cs.iter_mut() {
+            let mut raw = Vec::new();
+            let mut buf = [0u8; 65536];
+            while parse_responses(&raw, &[], false).0.len() < depth {
+                let n = c.read(&mut buf).unwrap();
+                assert!(n > 0, "closed");
+                raw.extend_from_slice(&buf[..n]);
+            }
+        }
+    };
+    for _ in 0..3 {
+        round(&mut cs);
+    }
+    // What reading the counter costs by itself (the task that reads it).
+    server.on_core(|| {
+        COUNTING.with(|c| c.set(true));
+        COUNT.with(|n| n.set(0));
+    });
+    let idle = server.on_core(|| COUNT.with(|n| n.replace(0)));
+    for _ in 0..rounds {
+        round(&mut cs);
+    }
+    let busy = server.on_core(|| COUNT.with(|n| n.replace(0)));
+    server.on_core(|| COUNTING.with(|c| c.set(false)));
+    busy.saturating_sub(idle)
+}
+
+fn view_server(log: bool) -> TestServer {
+    let mut setup = Setup {
+        view: true,
+        ..Setup::default()
+    };
+    if log {
+        setup.log = Some(Box::new(std::io::sink()));
+    }
+    TestServer::start_setup(Config::default(), setup)
+}
+
+#[test]
+fn a_view_handler_allocates_nothing_per_request() {
+    for log in [false, true] {
+        let server = view_server(log);
+        // One request at a time on 20 connections, then pipelined by 16.
+        for (conns, depth, rounds) in [(20, 1, 250), (10, 16, 60)] {
+            let requests = (conns * depth * rounds) as u64;
+            let n = allocations(&server, conns, depth, rounds);
+            eprintln!(
+                "log {log}, {conns} conns x {depth}: {n} allocations for {requests} requests"
+            );
+            // Not one per request, nor per batch: what remains is time-driven (the
+            // Date ticker's timer, a log buffer now and then), a handful per second.
+            assert!(
+                n * 100 < requests,
+                "log {log}, {conns} x {depth}: {n} allocations for {requests} requests"
+            );
+        }
+        server.stop();
+    }
+}
+
+/// For comparison (printed, not asserted): the `http`-types handler builds a target,
+/// a field map and a response map per request.
+#[test]
+fn http_types_handler_allocations_are_reported() {
+    let server = TestServer::start(Config::default());
+    let n = allocations(&server, 10, 1, 100);
+    eprintln!("http types: {n} allocations for 1000 requests");
+    assert!(n > 0, "the http types are built per request");
+    server.stop();
+}
