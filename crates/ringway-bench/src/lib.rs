@@ -6,6 +6,10 @@
 //! spawning and stopping pinned processes, parsing `strace -c` tables and `perf stat` counters, and summarising
 //! and formatting the results.
 
+pub mod floor_ring;
+pub mod heads;
+pub mod hello;
+pub mod listen;
 pub mod peers;
 pub mod perfstat;
 pub mod ports;
