@@ -6,9 +6,9 @@
 //! spawning and stopping pinned processes, parsing `strace -c` tables and `perf stat` counters, and summarising
 //! and formatting the results.
 
+pub mod canned;
 pub mod floor_ring;
 pub mod heads;
-pub mod hello;
 pub mod listen;
 pub mod peers;
 pub mod perfstat;
@@ -17,6 +17,7 @@ pub mod process;
 pub mod procstat;
 pub mod report;
 pub mod scenario;
+pub mod server;
 pub mod stats;
 pub mod strace;
 pub mod table;

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::Duration;
 
-use ringway_bench::hello::{HelloResponse, DATE_LEN, DATE_OFFSET, RESPONSE_LEN};
+use ringway_bench::canned::{App, Canned, DATE_LEN};
 
 /// The floor on a free port, killed (by its pid) when dropped.
 struct Floor {
@@ -26,8 +26,12 @@ impl Drop for Floor {
 }
 
 fn start() -> Floor {
+    start_app("hello")
+}
+
+fn start_app(app: &str) -> Floor {
     let mut child = Command::new(env!("CARGO_BIN_EXE_http-floor"))
-        .args(["--bind", "127.0.0.1:0"])
+        .args(["--bind", "127.0.0.1:0", "--app", app])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -52,18 +56,23 @@ fn connect(addr: &str) -> TcpStream {
 /// Reads exactly `n` responses and checks each against the canned one (the date only
 /// for its shape: it may tick between responses).
 fn read_responses(s: &mut TcpStream, n: usize) {
-    let mut got = vec![0u8; n * RESPONSE_LEN];
+    read_app_responses(s, n, App::Hello);
+}
+
+fn read_app_responses(s: &mut TcpStream, n: usize, app: App) {
+    let canned = Canned::new(app);
+    let expected = canned.as_bytes();
+    let (len, date_at) = (expected.len(), canned.date_offset());
+    let mut got = vec![0u8; n * len];
     s.read_exact(&mut got).unwrap();
-    let expected = HelloResponse::new();
-    let expected = expected.as_bytes();
-    for (i, r) in got.chunks(RESPONSE_LEN).enumerate() {
-        assert_eq!(r[..DATE_OFFSET], expected[..DATE_OFFSET], "response {i}");
+    for (i, r) in got.chunks(len).enumerate() {
+        assert_eq!(r[..date_at], expected[..date_at], "response {i}");
         assert_eq!(
-            r[DATE_OFFSET + DATE_LEN..],
-            expected[DATE_OFFSET + DATE_LEN..],
+            r[date_at + DATE_LEN..],
+            expected[date_at + DATE_LEN..],
             "response {i}"
         );
-        let date = std::str::from_utf8(&r[DATE_OFFSET..DATE_OFFSET + DATE_LEN]).unwrap();
+        let date = std::str::from_utf8(&r[date_at..date_at + DATE_LEN]).unwrap();
         assert!(httpdate::parse_http_date(date).is_ok(), "bad date {date:?}");
     }
 }
@@ -137,4 +146,13 @@ fn heads_sent_before_the_client_closes_are_answered() {
     let mut rest = Vec::new();
     s.read_to_end(&mut rest).unwrap();
     assert!(rest.is_empty(), "the floor closes after answering");
+}
+
+#[test]
+fn body_app_sends_the_static_file_response() {
+    let floor = start_app("body");
+    let mut s = connect(&floor.addr);
+    s.write_all(&REQ.repeat(4)).unwrap();
+    read_app_responses(&mut s, 4, App::Body);
+    assert_silent(&mut s);
 }

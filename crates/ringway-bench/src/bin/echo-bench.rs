@@ -29,11 +29,11 @@ use serde::Serialize;
 
 use ringway_bench::peers::{self, Peer};
 use ringway_bench::perfstat::{counter, parse_perf_csv, SYSCALL_EVENTS};
-use ringway_bench::ports::pick_free_port;
 use ringway_bench::process::{send_signal, Event, Stream, WaitError, Watched};
 use ringway_bench::procstat::{clock_ticks_per_second, read_cpu_steal, read_cpu_ticks};
 use ringway_bench::report::{render_scenario, RoundRecord};
 use ringway_bench::scenario::{parse_scenarios, Scenario};
+use ringway_bench::server::{self, LaunchSpec, RunningServer, KILL_GRACE, READY_TIMEOUT};
 use ringway_bench::strace::parse_strace_summary;
 use ringway_bench::table::{fmt_rate, render};
 
@@ -98,68 +98,14 @@ impl SyscallTool {
     }
 }
 
-/// How long a server may take to say `listening on`.
-const LISTEN_TIMEOUT: Duration = Duration::from_secs(10);
-/// Grace between SIGTERM and SIGKILL.
-const KILL_GRACE: Duration = Duration::from_secs(2);
-/// Attempts to start a server that exits at once (e.g. its port was taken meanwhile).
-const START_ATTEMPTS: usize = 3;
-
 struct Env {
     bin_dir: PathBuf,
     client: PathBuf,
     hz: f64,
 }
 
-/// A server that has printed its `listening on` line.
-struct Server {
-    proc: Watched,
-    port: u16,
-}
-
-fn start_server(peer: &Peer, cpu: usize) -> Result<Server, String> {
-    let mut last_err = String::new();
-    for _ in 0..START_ATTEMPTS {
-        let port = pick_free_port().map_err(|e| format!("no free port: {e}"))?;
-        let argv = peer.command(port);
-        let mut proc = Watched::spawn(Some(cpu), &argv)
-            .map_err(|e| format!("cannot start `{}`: {e}", argv.join(" ")))?;
-        // `contains`: the ringway CLI prints `ringway echo listening on ADDR (...)`.
-        match proc.wait_for_line(
-            Stream::Stdout,
-            |l| l.contains("listening on"),
-            LISTEN_TIMEOUT,
-        ) {
-            Ok(_) => return Ok(Server { proc, port }),
-            Err(WaitError::Timeout) => {
-                let tail = proc.stderr_tail();
-                let _ = proc.stop(KILL_GRACE);
-                return Err(format!(
-                    "no `listening on` line within {}s from `{}`; stderr: {tail}",
-                    LISTEN_TIMEOUT.as_secs(),
-                    argv.join(" ")
-                ));
-            }
-            Err(WaitError::Closed) => {
-                let status = proc.wait_timeout(KILL_GRACE).ok().flatten();
-                // Drain late stderr lines so the message is complete.
-                while proc
-                    .next_event(Instant::now() + Duration::from_millis(200))
-                    .is_ok()
-                {}
-                last_err = format!(
-                    "`{}` exited before listening ({}); stderr: {}",
-                    argv.join(" "),
-                    status
-                        .map(|s| s.to_string())
-                        .unwrap_or_else(|| "still running".into()),
-                    proc.stderr_tail()
-                );
-                let _ = proc.stop(KILL_GRACE);
-            }
-        }
-    }
-    Err(last_err)
+fn start_server(peer: &Peer, cpu: usize) -> Result<RunningServer, String> {
+    server::start(&LaunchSpec::new(peer.argv.clone()), Some(&cpu.to_string()))
 }
 
 /// What the client printed as its result.
@@ -400,7 +346,7 @@ fn run_syscalls(env: &Env, args: &Args, peer: &Peer) -> SyscallRecord {
     match args.syscall_tool {
         SyscallTool::Strace => {
             let attached =
-                tracer.wait_for_line(Stream::Stderr, |l| l.contains("attached"), LISTEN_TIMEOUT);
+                tracer.wait_for_line(Stream::Stderr, |l| l.contains("attached"), READY_TIMEOUT);
             if let Err(e) = attached {
                 let tail = tracer.stderr_tail();
                 let _ = tracer.stop(KILL_GRACE);

@@ -2,7 +2,8 @@
 //!
 //! No runtime, no futures, no parsing, no allocation per request: it counts complete
 //! request heads (`\r\n\r\n`) and answers each with the canned response of
-//! [`ringway_bench::hello`] (the bytes `ringway serve --hello` sends, `Date` refreshed
+//! [`ringway_bench::canned`] (the bytes `ringway serve --hello` sends, or with
+//! `--app body` those of `ringway serve --static` for the nuclei body; `Date` refreshed
 //! once per second). It is the physical limit a runtime's HTTP overhead is measured
 //! against, and uses the fast path the design asks of every io_uring driver:
 //!
@@ -28,9 +29,9 @@ use std::os::fd::AsRawFd;
 
 use clap::Parser;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use ringway_bench::canned::{App, Canned};
 use ringway_bench::floor_ring::{set_nodelay, BufRing, Sq};
 use ringway_bench::heads::HeadCounter;
-use ringway_bench::hello::HelloResponse;
 use ringway_bench::listen::bind_listener;
 
 /// Submission queue entries.
@@ -63,6 +64,9 @@ struct Args {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     bind: SocketAddr,
+    /// Which canned response: `hello` (13-byte text) or `body` (the 11,587-byte file).
+    #[arg(long, default_value = "hello", value_parser = App::parse)]
+    app: App,
 }
 
 /// State of one connection, indexed by its fd.
@@ -84,7 +88,7 @@ struct Conn {
 struct Server {
     conns: Vec<Conn>,
     bufs: BufRing,
-    response: HelloResponse,
+    response: Canned,
     /// Connections whose multishot recv ended with ENOBUFS, waiting for buffers.
     starved: Vec<i32>,
     listen_fd: i32,
@@ -132,12 +136,9 @@ impl Server {
 
     /// Puts every owed response in the output buffer and sends them in one send.
     fn flush(&mut self, sq: &mut Sq<'_>, fd: i32) -> io::Result<()> {
-        let response = self.response.as_bytes();
         let conn = &mut self.conns[fd as usize];
         conn.out.clear();
-        for _ in 0..conn.owed {
-            conn.out.extend_from_slice(response);
-        }
+        self.response.append(conn.owed, &mut conn.out);
         conn.owed = 0;
         conn.sent = 0;
         self.push_send(sq, fd)
@@ -290,13 +291,13 @@ impl Server {
     }
 }
 
-fn run(listener: &TcpListener) -> io::Result<()> {
+fn run(listener: &TcpListener, app: App) -> io::Result<()> {
     // Declared before the ring so that it is dropped after it: the kernel may use the
     // buffer ring's memory for as long as the ring exists.
     let mut server = Server {
         conns: Vec::new(),
         bufs: BufRing::new(BUF_COUNT, BUF_SIZE)?,
-        response: HelloResponse::new(),
+        response: Canned::new(app),
         starved: Vec::new(),
         listen_fd: listener.as_raw_fd(),
     };
@@ -344,7 +345,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    if let Err(e) = run(&listener) {
+    if let Err(e) = run(&listener, args.app) {
         eprintln!("http-floor: {e}");
         std::process::exit(1);
     }
