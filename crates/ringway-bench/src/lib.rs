@@ -20,4 +20,5 @@ pub mod scenario;
 pub mod server;
 pub mod stats;
 pub mod strace;
+pub mod suite;
 pub mod table;

@@ -41,6 +41,9 @@ pub struct LaunchSpec {
     pub cwd: Option<PathBuf>,
     /// How readiness shows.
     pub ready: Ready,
+    /// Files written before each start, with `{port}` replaced in their text (a
+    /// generated configuration that names the port, as nginx's does).
+    pub files: Vec<(PathBuf, String)>,
 }
 
 impl LaunchSpec {
@@ -51,6 +54,7 @@ impl LaunchSpec {
             env: Vec::new(),
             cwd: None,
             ready: Ready::ListeningLine,
+            files: Vec::new(),
         }
     }
 
@@ -104,6 +108,10 @@ pub fn start_with(
     for _ in 0..START_ATTEMPTS {
         let port = port_for()?;
         let argv = spec.command(port);
+        for (path, text) in &spec.files {
+            std::fs::write(path, text.replace("{port}", &port.to_string()))
+                .map_err(|e| format!("writing {}: {e}", path.display()))?;
+        }
         let mut proc = Watched::spawn_in(cpus, &argv, &spec.env, spec.cwd.as_deref())
             .map_err(|e| format!("cannot start `{}`: {e}", argv.join(" ")))?;
         let outcome = match spec.ready {

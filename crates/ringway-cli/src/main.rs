@@ -3,6 +3,7 @@
 //! `ringway echo` runs the echo server on every core (one `SO_REUSEPORT` listener per
 //! core, multishot accept and receive) and says where it listens and on which backend.
 
+mod bench;
 mod echo;
 mod load;
 mod runtime_args;
@@ -26,6 +27,8 @@ enum Command {
     Load(load::LoadArgs),
     /// HTTP/1.1 server (ringway-http): --hello, --json, --echo-request, --static DIR.
     Serve(serve::ServeArgs),
+    /// Benchmark suite: ringway and its peers on the scenarios of benchmarks.md.
+    Bench(Box<bench::BenchArgs>),
 }
 
 fn main() {
@@ -41,6 +44,7 @@ fn main() {
         Command::Echo(args) => echo::run(args),
         Command::Load(args) => load::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Bench(args) => bench::run(*args),
     };
     if let Err(e) = result {
         eprintln!("ringway: {e}");
