@@ -10,6 +10,7 @@ pub mod canned;
 pub mod floor_ring;
 pub mod heads;
 pub mod listen;
+pub mod peer_kit;
 pub mod peers;
 pub mod perfstat;
 pub mod ports;
