@@ -3,7 +3,7 @@
 //!
 //! For each scenario and round, each peer in turn is started on core 0 (`taskset -c 0`)
 //! on a fresh loopback port, and `echo-client` on core 1. The server's CPU time is read
-//! from `/proc/PID/stat` when the client announces `measuring` (end of warm-up) and again
+//! from `/proc/PID/task/*/schedstat` (ns) when the client announces `measuring` (end of warm-up) and again
 //! after the client has exited; divided by the messages the client counted, that is the
 //! server's CPU per message, the number that separates servers when the client is the
 //! bottleneck. A round is clean only if one side had its core: the client's CPU share
@@ -30,7 +30,7 @@ use serde::Serialize;
 use ringway_bench::peers::{self, Peer};
 use ringway_bench::perfstat::{counter, parse_perf_csv, SYSCALL_EVENTS};
 use ringway_bench::process::{send_signal, Event, Stream, WaitError, Watched};
-use ringway_bench::procstat::{clock_ticks_per_second, read_cpu_steal, read_cpu_ticks};
+use ringway_bench::procstat::{clock_ticks_per_second, read_cpu_ns, read_cpu_steal};
 use ringway_bench::report::{render_scenario, RoundRecord};
 use ringway_bench::scenario::{parse_scenarios, Scenario};
 use ringway_bench::server::{self, LaunchSpec, RunningServer, KILL_GRACE, READY_TIMEOUT};
@@ -204,11 +204,9 @@ fn run_round(env: &Env, args: &Args, sc: Scenario, peer: &Peer, round: usize) ->
     let steal = || -> Option<u64> { cores.iter().map(|&c| read_cpu_steal(c).ok()).sum() };
     let mut before = None;
     let client = run_client(env, args, sc, server.port, args.warmup, || {
-        before = read_cpu_ticks(pid)
-            .ok()
-            .map(|t| (t, Instant::now(), steal()));
+        before = read_cpu_ns(pid).ok().map(|t| (t, Instant::now(), steal()));
     });
-    let after = read_cpu_ticks(pid);
+    let after = read_cpu_ns(pid);
     let (window_end, steal_end) = (Instant::now(), steal());
     let server_alive = matches!(server.proc.try_wait(), Ok(None));
     let server_tail = server.proc.stderr_tail();
@@ -239,7 +237,7 @@ fn run_round(env: &Env, args: &Args, sc: Scenario, peer: &Peer, round: usize) ->
         .duration_since(window_start)
         .as_secs_f64()
         .max(1e-9);
-    let server_cpu_s = after.total().saturating_sub(before.total()) as f64 / env.hz;
+    let server_cpu_s = after.saturating_sub(before) as f64 / 1e9;
     let server_share = server_cpu_s / window;
     let steal_share = match (steal_start, steal_end) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64 / env.hz / window),

@@ -143,6 +143,7 @@ pub fn latency_curves(title: &str, rows: &[&Row]) -> Result<String, String> {
             .configure_mesh()
             .x_desc("percentile")
             .y_desc("latency µs")
+            .y_label_formatter(&|y: &f64| format!("{y:.0}"))
             .x_labels(5)
             .x_label_formatter(&|x: &f64| match x.round() as i64 {
                 0 => "0".into(),
@@ -219,6 +220,7 @@ pub fn open_loop(title: &str, rows: &[&Row]) -> Result<String, String> {
             .configure_mesh()
             .x_desc("offered req/s")
             .y_desc("latency µs (p99 solid, p50 dashed)")
+            .y_label_formatter(&|y: &f64| format!("{y:.0}"))
             .x_labels(6)
             .x_label_formatter(&|x: &f64| crate::table::fmt_rate(*x))
             .draw()

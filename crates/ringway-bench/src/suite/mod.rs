@@ -240,8 +240,12 @@ pub fn run(opts: &Options) -> Result<Outcome, String> {
         work_dir: work_dir.clone(),
         open_loop_base: None,
         bin_dir: opts.bin_dir.clone(),
+        wrk: opts.wrk && present("wrk"),
     };
-    let total: u64 = variants.len() as u64 * variant::steps(&env, selected.len());
+    let total: u64 = variants
+        .iter()
+        .map(|v| variant::steps(&env, v, selected.len()))
+        .sum();
     let progress = Progress::new(total, opts.progress);
 
     let mut results = Results {
@@ -286,16 +290,9 @@ pub fn run(opts: &Options) -> Result<Outcome, String> {
             ));
         }
         results.rows.extend(rows);
+        results.wrk.extend(outcome.wrk);
         results.rounds.extend(outcome.rounds);
         results.not_measured.extend(outcome.not_measured);
-    }
-    if opts.wrk && present("wrk") {
-        if let Some(v) = variants
-            .iter()
-            .find(|v| v.scenario == "S5" && v.name == "c50")
-        {
-            results.wrk = wrk::cross_check(&env, v, &selected, &ctx, &results.rows, &progress);
-        }
     }
     if opts.instructions {
         callgrind::count_all(

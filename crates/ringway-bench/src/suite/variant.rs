@@ -47,6 +47,8 @@ pub struct VariantEnv {
     pub open_loop_base: Option<f64>,
     /// Directory of the helper binaries (`hostile-client`, `idle-conns`).
     pub bin_dir: PathBuf,
+    /// Cross-check S5 c50 with wrk (wrk is here and not turned off).
+    pub wrk: bool,
 }
 
 /// A peer of the variant whose server is up.
@@ -77,6 +79,8 @@ pub struct VariantOutcome {
     pub warmup_rps: BTreeMap<String, f64>,
     /// Resident memory per idle connection, KiB, per peer (S12).
     pub rss_per_conn_kib: BTreeMap<String, f64>,
+    /// The wrk cross-check (S5 c50).
+    pub wrk: Vec<crate::suite::results::WrkCheck>,
 }
 
 fn not_measured(v: &Variant, peer: &str, status: &str, reason: String) -> NotMeasured {
@@ -373,7 +377,7 @@ pub fn count_syscalls(env: &VariantEnv, v: &Variant, live: &Live) -> Result<(f64
     let pids = process_tree(live.server.proc.pid());
     let tag = format!("{}-{}", std::process::id(), live.server.port);
     let mut perf = PerfCounter::attach(&pids, &env.work_dir, &tag, Some(&env.client_cpus))?;
-    let seconds = env.duration.min(1.0);
+    let seconds = env.duration.min(0.5);
     let mut s = sizing(env, v, live);
     s.seconds = seconds;
     let args = client::load_args(v.service, &v.shape, live.server.port, s, false);
@@ -453,13 +457,24 @@ pub fn run_variant(
             progress.inc(1);
         }
     }
+    if env.wrk && v.scenario == "S5" && v.name == "c50" {
+        for live in &lives {
+            progress.set_message(format!("{}: wrk cross-check of {}", v.id(), live.peer.name));
+            match crate::suite::wrk::cross_check(env, v, live) {
+                Ok(w) => out.wrk.push(w),
+                Err(e) => progress.println(format!("  wrk cross-check of {}: {e}", live.peer.name)),
+            }
+            progress.inc(1);
+        }
+    }
     for live in &mut lives {
         stop_tree(&mut live.server);
     }
     out
 }
 
-/// Steps [`run_variant`] reports to the progress display for `peers` peers.
-pub fn steps(env: &VariantEnv, peers: usize) -> u64 {
-    (peers * (1 + env.rounds + usize::from(env.syscalls))) as u64
+/// Steps [`run_variant`] reports to the progress display for `peers` peers in `v`.
+pub fn steps(env: &VariantEnv, v: &Variant, peers: usize) -> u64 {
+    let wrk = env.wrk && v.scenario == "S5" && v.name == "c50";
+    (peers * (1 + env.rounds + usize::from(env.syscalls) + usize::from(wrk))) as u64
 }

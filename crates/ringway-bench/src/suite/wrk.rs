@@ -1,13 +1,14 @@
-//! The wrk cross-check: each peer of S5 c50 loaded once more by `wrk -t1 -c50`, its
-//! req/s set beside ringway load's median. Two independent clients agreeing within 10%
-//! is what says the numbers measure the server, not the client; where they do not, the
-//! report says so.
+//! The wrk cross-check: after S5 c50's rounds, each peer is loaded by `wrk -t1 -c50` and
+//! then by `ringway load` with the same shape, back to back, and their req/s compared.
+//! Two independent clients agreeing within 10% is what says the numbers measure the
+//! server, not the client; where they do not, the report says so.
 
-use crate::suite::peers::{LaunchCtx, PeerSpec};
-use crate::suite::results::{Row, WrkCheck};
+use std::time::Duration;
+
+use crate::suite::client;
+use crate::suite::results::WrkCheck;
 use crate::suite::scenarios::{Shape, Variant};
-use crate::suite::variant::{bring_up, stop_tree, VariantEnv};
-use crate::suite::Progress;
+use crate::suite::variant::{sizing, Live, VariantEnv};
 
 /// Parses `Requests/sec: 123.45` from wrk's output.
 pub fn parse_rps(text: &str) -> Option<f64> {
@@ -16,64 +17,51 @@ pub fn parse_rps(text: &str) -> Option<f64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-/// Runs the check for every peer that has an S5 c50 row.
-pub fn cross_check(
-    env: &VariantEnv,
-    v: &Variant,
-    peers: &[PeerSpec],
-    ctx: &LaunchCtx,
-    rows: &[Row],
-    progress: &Progress,
-) -> Vec<WrkCheck> {
-    let Shape::Closed { conns, .. } = v.shape else {
-        return Vec::new();
+/// Runs wrk and then ringway load, back to back, against `live` (same shape: closed
+/// loop, `conns` connections, the round's duration), and compares their req/s. Measured
+/// together, so the host's mood is the same for both.
+pub fn cross_check(env: &VariantEnv, v: &Variant, live: &Live) -> Result<WrkCheck, String> {
+    let Shape::Closed { conns, pipeline: 1 } = v.shape else {
+        return Err("the wrk cross-check needs a closed loop without pipelining".into());
     };
-    let mut out = Vec::new();
-    for peer in peers {
-        let Some(row) = rows.iter().find(|r| {
-            r.peer == peer.name && r.scenario == v.scenario && r.variant == v.name && r.rps > 0.0
-        }) else {
-            continue;
-        };
-        progress.set_message(format!("wrk cross-check: {}", peer.name));
-        let Ok(mut live) = bring_up(env, v, peer, ctx) else {
-            continue;
-        };
-        let secs = env.duration.max(1.0).ceil() as u64;
-        let url = format!(
-            "http://127.0.0.1:{}{}",
-            live.server.port,
-            crate::canned::HELLO_PATH
-        );
-        let o = std::process::Command::new("taskset")
-            .args([
-                "-c",
-                &env.client_cpus,
-                "wrk",
-                "-t1",
-                &format!("-c{conns}"),
-                &format!("-d{secs}s"),
-                &url,
-            ])
-            .output();
-        stop_tree(&mut live.server);
-        let Some(wrk_rps) = o
-            .ok()
-            .and_then(|o| parse_rps(&String::from_utf8_lossy(&o.stdout)))
-        else {
-            progress.println(format!("  wrk against {} gave no result", peer.name));
-            continue;
-        };
-        let ratio = wrk_rps / row.rps;
-        out.push(WrkCheck {
-            peer: peer.name.to_string(),
-            wrk_rps,
-            load_rps: row.rps,
-            ratio,
-            agrees: (0.9..=1.1).contains(&ratio),
-        });
-    }
-    out
+    let secs = env.duration.max(1.0).ceil() as u64;
+    let url = format!(
+        "http://127.0.0.1:{}{}",
+        live.server.port,
+        crate::canned::HELLO_PATH
+    );
+    let o = std::process::Command::new("taskset")
+        .args([
+            "-c",
+            &env.client_cpus,
+            "wrk",
+            "-t1",
+            &format!("-c{conns}"),
+            &format!("-d{secs}s"),
+            &url,
+        ])
+        .output()
+        .map_err(|e| format!("wrk: {e}"))?;
+    let wrk_rps = parse_rps(&String::from_utf8_lossy(&o.stdout))
+        .ok_or_else(|| format!("wrk gave no result: {}", String::from_utf8_lossy(&o.stderr)))?;
+    let mut s = sizing(env, v, live);
+    s.seconds = secs as f64;
+    let args = client::load_args(v.service, &v.shape, live.server.port, s, false);
+    let run = client::run(
+        &env.ringway,
+        Some(&env.client_cpus),
+        &args,
+        Duration::from_secs(secs * 3 + 60),
+    )?;
+    let load_rps = run.report.rps;
+    let ratio = wrk_rps / load_rps.max(1e-9);
+    Ok(WrkCheck {
+        peer: live.peer.name.to_string(),
+        wrk_rps,
+        load_rps,
+        ratio,
+        agrees: (0.9..=1.1).contains(&ratio),
+    })
 }
 
 #[cfg(test)]

@@ -39,7 +39,7 @@ pub fn run(
             Ok(l) => l,
             Err(nm) => {
                 out.not_measured.push(nm);
-                progress.inc(crate::suite::variant::steps(env, 1));
+                progress.inc(crate::suite::variant::steps(env, v, 1));
                 continue;
             }
         };
