@@ -116,10 +116,43 @@ fn monoio_echoes_in_order() {
     check_server(env!("CARGO_BIN_EXE_echo-monoio"), &["--coop-taskrun"]);
 }
 
+/// A TCP port on 127.0.0.1 that is bound but not listening, held for as long as the
+/// returned fd lives: connects to it are refused, and no other socket can take it
+/// meanwhile (not a listener, and not an ephemeral source port, which could make a
+/// connect to it a self-connection).
+fn refusing_port() -> (std::os::fd::OwnedFd, u16) {
+    use std::os::fd::FromRawFd;
+    // SAFETY: socket() takes no pointers; the result is checked.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+    // SAFETY: a fresh fd that nothing else owns.
+    let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    let mut addr = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: 0,
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_ne_bytes([127, 0, 0, 1]),
+        },
+        sin_zero: [0; 8],
+    };
+    let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: `addr` and `len` are live and sized for a sockaddr_in during both calls.
+    unsafe {
+        assert_eq!(
+            libc::bind(fd, (&addr as *const libc::sockaddr_in).cast(), len),
+            0
+        );
+        assert_eq!(
+            libc::getsockname(fd, (&mut addr as *mut libc::sockaddr_in).cast(), &mut len),
+            0
+        );
+    }
+    (owned, u16::from_be(addr.sin_port))
+}
+
 #[test]
 fn client_reports_connect_failure() {
-    // Bind and drop: nothing listens on this port afterwards.
-    let port = ringway_bench::ports::pick_free_port().unwrap();
+    let (_held, port) = refusing_port();
     let out = Command::new(env!("CARGO_BIN_EXE_echo-client"))
         .args(["--addr", &format!("127.0.0.1:{port}"), "--duration", "0.1"])
         .output()

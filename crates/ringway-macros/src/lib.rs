@@ -11,10 +11,11 @@
 //! Turns `async fn main()` into a synchronous `fn main()` that starts a
 //! runtime and blocks on the body:
 //!
-//! ```ignore
+//! ```
+//! # async fn serve(_port: u16) -> std::io::Result<()> { Ok(()) }
 //! #[ringway::main(threads = 4, backend = "auto", pin = true)]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//!     let port: u16 = std::env::var("PORT")?.parse()?;
+//!     let port: u16 = std::env::var("PORT").unwrap_or("8080".into()).parse()?;
 //!     serve(port).await?;
 //!     Ok(())
 //! }
@@ -22,7 +23,7 @@
 //!
 //! expands to
 //!
-//! ```ignore
+//! ```text
 //! fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     ::ringway::Runtime::builder()
 //!         .worker_threads(4)
@@ -57,7 +58,9 @@
 //! single-threaded runtime (`.worker_threads(1)` unless `threads = N` is
 //! given). It accepts the same arguments as `#[ringway::main]`:
 //!
-//! ```ignore
+//! ```
+//! # async fn compute() -> u32 { 42 }
+//! # async fn roundtrip() -> std::io::Result<()> { Ok(()) }
 //! #[ringway::test]
 //! async fn answers() {
 //!     assert_eq!(compute().await, 42);
@@ -68,12 +71,13 @@
 //!     roundtrip().await?;
 //!     Ok(())
 //! }
+//! # fn main() {} // the tests above are compiled only under `cargo test`
 //! ```
 //!
 //! expands to (the test attribute is spelled by path so that a
 //! `use ringway::test;` in scope cannot capture it)
 //!
-//! ```ignore
+//! ```text
 //! #[::core::prelude::v1::test]
 //! fn answers() {
 //!     ::ringway::Runtime::builder()
@@ -91,16 +95,17 @@
 //! each on a runtime with that backend forced. Test names become
 //! `name::uring` and `name::epoll`:
 //!
-//! ```ignore
+//! ```
 //! #[ringway::test(both)]
 //! async fn echo_roundtrip() {
 //!     // runs as `echo_roundtrip::uring` and as `echo_roundtrip::epoll`
 //! }
+//! # fn main() {}
 //! ```
 //!
 //! expands to
 //!
-//! ```ignore
+//! ```text
 //! mod echo_roundtrip {
 //!     #[allow(unused_imports)]
 //!     use super::*;
@@ -151,12 +156,17 @@ mod expand;
 /// `backend = "uring" | "epoll" | "auto"` (`.backend(Backend::..)`),
 /// `pin = true | false` (`.pin_threads(..)`).
 ///
-/// ```ignore
+/// ```
+/// # async fn run() -> std::io::Result<()> { Ok(()) }
 /// #[ringway::main(threads = 2)]
 /// async fn main() -> std::io::Result<()> {
 ///     run().await
 /// }
-/// // becomes
+/// ```
+///
+/// becomes
+///
+/// ```text
 /// fn main() -> std::io::Result<()> {
 ///     ::ringway::Runtime::builder()
 ///         .worker_threads(2)
@@ -178,7 +188,8 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 /// `both`, which runs the body once on each backend, as the tests
 /// `name::uring` and `name::epoll`.
 ///
-/// ```ignore
+/// ```
+/// # async fn compute() -> u32 { 42 }
 /// #[ringway::test]
 /// async fn answers() {
 ///     assert_eq!(compute().await, 42);
@@ -188,6 +199,7 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 /// async fn echo_roundtrip() {
 ///     // runs as `echo_roundtrip::uring` and as `echo_roundtrip::epoll`
 /// }
+/// # fn main() {}
 /// ```
 ///
 /// See the [crate documentation](crate) for the exact expansions.

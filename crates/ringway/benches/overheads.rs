@@ -9,10 +9,14 @@
 //!
 //! Run: `cargo bench -p ringway --bench overheads` (add `-- nop` for one group).
 
+// criterion_group! generates a public function without a doc comment.
+#![allow(missing_docs)]
+
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use ringway::driver::{Driver, DriverConfig, Op};
+use ringway::driver::op::Nop;
+use ringway::driver::{Driver, DriverConfig};
 use ringway::net::{TcpListener, TcpStream};
 use ringway::{Backend, Runtime};
 
@@ -80,7 +84,7 @@ fn nop(c: &mut Criterion) {
         g.bench_function(format!("{backend:?}"), |b| {
             b.iter(|| {
                 // SAFETY: a NOP carries no pointers.
-                unsafe { driver.submit(Op::Nop, 7, None) };
+                unsafe { driver.submit(Nop, 7, None) };
                 let mut got = 0;
                 while got == 0 {
                     driver

@@ -12,8 +12,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use crate::buf::{IoBuf, IoBufMut, Slice};
-use crate::driver::Op;
-use crate::io::ops::{Open, Read, Simple, Write};
+use crate::driver::op as raw;
+use crate::io::ops::{Open, Read, ResultOnly, Write};
 use crate::io::OpFuture;
 
 /// How to open a file (a subset of std's `OpenOptions`).
@@ -163,20 +163,26 @@ impl File {
 
     /// Flushes data and metadata to storage.
     pub async fn sync_all(&self) -> io::Result<()> {
-        OpFuture::new(Simple(Op::Fsync {
-            fd: self.fd.as_raw_fd(),
-            data_only: false,
-        }))
+        OpFuture::new(ResultOnly(
+            raw::Fsync {
+                fd: self.fd.as_raw_fd(),
+                data_only: false,
+            }
+            .into(),
+        ))
         .await
         .map(drop)
     }
 
     /// Flushes data to storage.
     pub async fn sync_data(&self) -> io::Result<()> {
-        OpFuture::new(Simple(Op::Fsync {
-            fd: self.fd.as_raw_fd(),
-            data_only: true,
-        }))
+        OpFuture::new(ResultOnly(
+            raw::Fsync {
+                fd: self.fd.as_raw_fd(),
+                data_only: true,
+            }
+            .into(),
+        ))
         .await
         .map(drop)
     }

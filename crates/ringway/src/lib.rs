@@ -13,26 +13,38 @@
 //! - **Cancellation by drop is safe**: the driver keeps buffers alive until the kernel is
 //!   done, closes fds accepted after a drop, and returns pool buffers.
 //!
-//! ```no_run
-//! use ringway::net::TcpListener;
+//! ```
+//! use ringway::net::{TcpListener, TcpStream};
 //!
 //! #[ringway::main]
 //! async fn main() -> std::io::Result<()> {
-//!     let listener = TcpListener::bind("127.0.0.1:7878")?;
-//!     let mut incoming = listener.incoming();
-//!     while let Some(stream) = incoming.next().await {
-//!         let mut stream = stream?;
-//!         ringway::spawn(async move {
-//!             let mut rx = stream.recv_multishot();
-//!             while let Some(Ok(chunk)) = rx.next().await {
-//!                 // Pool buffers can be written straight back: no copy.
-//!                 if stream.write_all(chunk).await.0.is_err() {
-//!                     break;
+//!     let listener = TcpListener::bind("127.0.0.1:0")?;
+//!     let addr = listener.local_addr()?;
+//!     // The server: one multishot accept, one multishot receive per connection.
+//!     ringway::spawn(async move {
+//!         let mut incoming = listener.incoming();
+//!         while let Some(stream) = incoming.next().await {
+//!             let Ok(mut stream) = stream else { continue };
+//!             ringway::spawn(async move {
+//!                 let mut rx = stream.recv_multishot();
+//!                 while let Some(Ok(chunk)) = rx.next().await {
+//!                     // Pool buffers can be written straight back: no copy.
+//!                     if stream.write_all(chunk).await.0.is_err() {
+//!                         break;
+//!                     }
 //!                 }
-//!             }
-//!         })
-//!         .detach();
-//!     }
+//!             })
+//!             .detach();
+//!         }
+//!     })
+//!     .detach();
+//!
+//!     // A client: owned buffers go in and come back with the result.
+//!     let mut client = TcpStream::connect(addr).await?;
+//!     let (res, _) = client.write_all(&b"hello"[..]).await;
+//!     res?;
+//!     let (res, buf) = client.read(vec![0u8; 16]).await;
+//!     assert_eq!(&buf[..res?], b"hello");
 //!     Ok(())
 //! }
 //! ```

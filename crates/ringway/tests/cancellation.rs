@@ -24,7 +24,9 @@ use std::time::Duration;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use ringway::net::{TcpListener, TcpStream};
-use ringway::runtime::{live_ops, pool_stats, task_count, yield_now};
+use ringway::runtime::{
+    current_backend, driver_stats, live_ops, pool_stats, task_count, yield_now,
+};
 use ringway::time::{pending_timers, sleep, timeout};
 use ringway::{Backend, Runtime};
 
@@ -503,16 +505,29 @@ async fn cancel_hands_the_buffer_back() {
     let (listener, _) = listen();
     let (mut stream, mut peer) = std_pair(&listener).await;
 
-    // Submitted, then cancelled: no data can arrive, so the cancel wins.
+    // Submitted, then cancelled: no data can arrive, so the cancel wins. The sleep lets
+    // a loop turn pass between the two, so the read is in the kernel (io_uring) or
+    // parked on its fd (epoll) when the cancel comes: the kernel-side cancel is what
+    // is exercised, not the cancel of an op never handed over.
     let mut f = stream.read(vec![0u8; N]);
     assert!(
         poll_once(&mut f).await.is_none(),
         "a read of an idle socket finished"
     );
+    sleep(Duration::from_millis(5)).await;
+    let before = driver_stats();
     f.cancel();
     let (res, buf) = f.await;
     let e = res.expect_err("the read was cancelled");
     assert!(is_canceled(&e), "expected ECANCELED, got {e:?}");
+    if current_backend().kind == Backend::Uring {
+        // The kernel's answer: the read's own CQE and the ASYNC_CANCEL's.
+        let cqes = driver_stats().completions - before.completions;
+        assert!(
+            cqes >= 2,
+            "the cancel did not go through the kernel ({cqes} CQEs)"
+        );
+    }
     assert_eq!((buf.len(), buf.capacity()), (N, N));
 
     // Cancelled before the first poll: never submitted.

@@ -10,18 +10,25 @@ use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
+/// The backends the generated code may name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
+    /// `backend = "uring"`.
     Uring,
+    /// `backend = "epoll"`.
     Epoll,
+    /// `backend = "auto"`.
     Auto,
 }
 
 /// What the generated code asked the builder for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Config {
+    /// `worker_threads(n)`.
     pub threads: Option<usize>,
+    /// `backend(b)`.
     pub backend: Option<Backend>,
+    /// `pin_threads(p)`.
     pub pin: Option<bool>,
 }
 
@@ -36,15 +43,22 @@ pub fn current() -> Config {
         .expect("not inside block_on")
 }
 
+/// Records the settings it was built with.
+#[derive(Debug)]
 pub struct Runtime(Config);
 
+/// Collects the settings the generated code asks for.
+#[derive(Debug)]
 pub struct Builder(Config);
 
 impl Runtime {
+    /// A builder with nothing set.
     pub fn builder() -> Builder {
         Builder(Config::default())
     }
 
+    /// Polls `future` to completion (busy), with this runtime's settings visible to
+    /// `current()`.
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         CURRENT.with(|c| *c.borrow_mut() = Some(self.0.clone()));
         let waker = noop_waker();
@@ -61,21 +75,25 @@ impl Runtime {
 }
 
 impl Builder {
+    /// Records the thread count.
     pub fn worker_threads(mut self, n: usize) -> Self {
         self.0.threads = Some(n);
         self
     }
 
+    /// Records the backend.
     pub fn backend(mut self, backend: Backend) -> Self {
         self.0.backend = Some(backend);
         self
     }
 
+    /// Records the pinning.
     pub fn pin_threads(mut self, pin: bool) -> Self {
         self.0.pin = Some(pin);
         self
     }
 
+    /// The runtime.
     pub fn build(self) -> std::io::Result<Runtime> {
         Ok(Runtime(self.0))
     }

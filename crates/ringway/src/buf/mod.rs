@@ -179,6 +179,7 @@ unsafe impl IoBuf for String {
 /// A view of part of an owned buffer: `buf.slice(a..b)` writes or reads only that range
 /// and gives the whole buffer back with `into_inner()`. Used by `write_all` to resume a
 /// short write without copying.
+#[derive(Debug)]
 pub struct Slice<B> {
     buf: B,
     begin: usize,

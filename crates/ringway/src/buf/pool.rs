@@ -25,6 +25,15 @@ pub struct BufferPool {
     inner: Rc<PoolInner>,
 }
 
+impl fmt::Debug for BufferPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BufferPool")
+            .field("stats", &self.stats())
+            .field("ring", &self.ring_addr().is_some())
+            .finish()
+    }
+}
+
 /// Counts that tests and metrics read: a pool at rest has `in_use == 0`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolStats {

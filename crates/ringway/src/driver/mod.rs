@@ -23,15 +23,20 @@
 //! # Ownership and cancellation
 //!
 //! An operation's memory must outlive its final completion, not its future. When a future
-//! is dropped early the driver takes the buffers it owned ([`Driver::detach`]), submits
+//! is dropped early the driver takes the buffers it owned (`Driver::detach`), submits
 //! `ASYNC_CANCEL`, and frees them only at the final completion (a completion flagged
 //! `IORING_CQE_F_MORE` is not final). If that operation had produced an fd meanwhile
 //! (an accept that won the race with the cancel), the driver closes it; if it had taken
 //! a pool buffer, the buffer goes back to the ring.
 
+mod addr;
+mod completion;
+mod delivery;
 mod epoll;
-mod op;
+pub mod op;
 pub mod probe;
+mod starved;
+mod table;
 mod uring;
 
 use std::any::Any;
@@ -43,8 +48,13 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-pub use op::{Completion, Op, OpId, RawAddr};
-pub(crate) use op::{Life, Notify, OpTable};
+pub use addr::RawAddr;
+pub use completion::{Completion, OpId};
+pub use op::Op;
+
+use delivery::{Delivery, Sink};
+use op::OpKind;
+use table::{Notify, OpTable, SlotState};
 
 use crate::buf::BufferPool;
 
@@ -102,9 +112,10 @@ pub struct DriverConfig {
     pub sqpoll_idle: Option<Duration>,
     /// io_uring: sends of at least this many bytes use `SEND_ZC`; `None` never does.
     /// Off by default: on loopback (the only network this project can measure on) the
-    /// receiver copies the pages anyway and zero-copy lost at every size measured (see
-    /// the `send_zc` group of `benches/overheads.rs` and the README). Turn it on for
-    /// real NICs with a threshold you have measured there.
+    /// receiver copies the pages anyway: zero-copy was slower at 16 KiB, 256 KiB and 1 MiB,
+    /// and at 64 KiB ahead by less than the noise (14.4 vs 14.7 ms; see the `send_zc`
+    /// group of `benches/overheads.rs` and the README). Turn it on for real NICs with a
+    /// threshold you have measured there.
     pub send_zc_min: Option<usize>,
 }
 
@@ -179,8 +190,13 @@ pub struct DriverStats {
     pub submitted: u64,
     /// Completions reaped (all CQEs for io_uring).
     pub completions: u64,
-    /// Multishot operations re-armed after the kernel ended them (ENOBUFS among them).
+    /// Multishot operations started again after the kernel ended them with nothing
+    /// wrong (a multishot accept or receive stopped by a full completion queue).
     pub rearmed: u64,
+    /// Multishot receives parked because the buffer pool was empty (`ENOBUFS`).
+    pub pool_starved: u64,
+    /// Parked receives re-armed when a buffer came back.
+    pub pool_resumed: u64,
     /// io_uring: extra submits because the submission queue was full.
     pub sq_full_flushes: u64,
     /// io_uring: extra enters to flush completions the kernel kept after a CQ overflow.
@@ -191,6 +207,15 @@ pub struct DriverStats {
 #[derive(Clone)]
 pub struct DriverWaker {
     inner: Arc<WakerInner>,
+}
+
+impl fmt::Debug for DriverWaker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DriverWaker")
+            .field("eventfd", &self.inner.fd.as_raw_fd())
+            .field("sleeping", &self.inner.sleeping.load(Ordering::Relaxed))
+            .finish()
+    }
 }
 
 struct WakerInner {
@@ -244,66 +269,10 @@ impl DriverWaker {
     }
 }
 
-/// Where completions go during a turn or a submit.
-pub(crate) struct Ctx<'a> {
-    pub table: &'a mut OpTable,
-    pub pool: &'a BufferPool,
-    pub sink: Option<&'a mut dyn FnMut(u64, Completion, bool)>,
-    pub deferred: &'a mut Vec<(u64, Completion, bool)>,
-    pub stats: &'a mut DriverStats,
-}
-
-impl Ctx<'_> {
-    /// Routes one completion of `id` to whoever owns the operation. `last` says the
-    /// kernel will not mention `id` again.
-    pub fn deliver(&mut self, id: OpId, c: Completion, last: bool) {
-        let Some(slot) = self.table.get_mut(id) else {
-            return; // stale: dropping `c` returns any pool buffer
-        };
-        match slot.life {
-            Life::Free => {}
-            Life::Detached => {
-                if c.result >= 0 && slot.op.yields_fd() {
-                    // SAFETY: the kernel handed us this fd and nobody else knows it.
-                    unsafe { libc::close(c.result) };
-                }
-                drop(c);
-                if last {
-                    self.table.release(id);
-                }
-            }
-            Life::Active => {
-                if last {
-                    slot.done = true;
-                }
-                match &mut slot.notify {
-                    Notify::Waker(w) => {
-                        slot.queue.push_back(c);
-                        // Woken in place and kept registered: a task's waker is the same
-                        // on every poll, so the next registration costs nothing.
-                        if let Some(w) = w {
-                            w.wake_by_ref();
-                        }
-                    }
-                    Notify::Token(t) => {
-                        let token = *t;
-                        if last {
-                            self.table.release(id);
-                        }
-                        match self.sink.as_mut() {
-                            Some(sink) => sink(token, c, last),
-                            None => self.deferred.push((token, c, last)),
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-enum Imp {
+/// The backend in use.
+enum ActiveBackend {
     Uring(Box<uring::Uring>),
-    Epoll(epoll::Epoll),
+    Epoll(Box<epoll::Epoll>),
 }
 
 /// What an executor-face submit produced.
@@ -318,7 +287,7 @@ pub(crate) enum Submitted {
 pub struct Driver {
     // Field order is drop order: the ring goes first, then the slots (and the buffers
     // of detached operations), then the pool the ring was reading from.
-    imp: Imp,
+    backend: ActiveBackend,
     table: OpTable,
     pool: BufferPool,
     info: BackendInfo,
@@ -343,7 +312,12 @@ impl Driver {
                         ring_entries: cfg.ring_entries,
                         fallbacks,
                     };
-                    return Ok(Driver::assemble(Imp::Uring(ring), pool, info, waker));
+                    return Ok(Driver::assemble(
+                        ActiveBackend::Uring(ring),
+                        pool,
+                        info,
+                        waker,
+                    ));
                 }
                 Err(e) if cfg.backend == Backend::Uring => {
                     return Err(io::Error::new(
@@ -367,13 +341,23 @@ impl Driver {
             ring_entries: 0,
             fallbacks,
         };
-        Ok(Driver::assemble(Imp::Epoll(ep), pool, info, waker))
+        Ok(Driver::assemble(
+            ActiveBackend::Epoll(Box::new(ep)),
+            pool,
+            info,
+            waker,
+        ))
     }
 
-    fn assemble(imp: Imp, pool: BufferPool, info: BackendInfo, waker: DriverWaker) -> Driver {
+    fn assemble(
+        backend: ActiveBackend,
+        pool: BufferPool,
+        info: BackendInfo,
+        waker: DriverWaker,
+    ) -> Driver {
         Driver {
             table: OpTable::new(),
-            imp,
+            backend,
             pool,
             info,
             waker,
@@ -383,13 +367,10 @@ impl Driver {
     }
 
     /// The backend and a delivery context over the rest, borrowed apart.
-    fn split<'a>(
-        &'a mut self,
-        sink: Option<&'a mut dyn FnMut(u64, Completion, bool)>,
-    ) -> (&'a mut Imp, Ctx<'a>) {
+    fn split<'a>(&'a mut self, sink: Option<Sink<'a>>) -> (&'a mut ActiveBackend, Delivery<'a>) {
         (
-            &mut self.imp,
-            Ctx {
+            &mut self.backend,
+            Delivery {
                 table: &mut self.table,
                 pool: &self.pool,
                 sink,
@@ -433,8 +414,13 @@ impl Driver {
     ///
     /// Every pointer in `op` must stay valid (buffers the kernel writes: also unaliased)
     /// until `turn` reports this operation's last completion.
-    pub unsafe fn submit(&mut self, op: Op, token: u64, timeout: Option<Duration>) -> OpId {
-        let id = self.table.insert(op, Notify::Token(token), timeout);
+    pub unsafe fn submit(
+        &mut self,
+        op: impl Into<Op>,
+        token: u64,
+        timeout: Option<Duration>,
+    ) -> OpId {
+        let id = self.table.insert_token(op.into(), token, timeout);
         self.start(id);
         id
     }
@@ -449,10 +435,10 @@ impl Driver {
             return;
         }
         slot.cancel_requested = true;
-        let (imp, mut ctx) = self.split(None);
-        match imp {
-            Imp::Uring(u) => u.cancel(&mut ctx, id),
-            Imp::Epoll(e) => e.cancel(&mut ctx, id),
+        let (backend, mut delivery) = self.split(None);
+        match backend {
+            ActiveBackend::Uring(u) => u.cancel(&mut delivery, id),
+            ActiveBackend::Epoll(e) => e.cancel(&mut delivery, id),
         }
     }
 
@@ -476,19 +462,21 @@ impl Driver {
                 sink(t, c, last);
             }
         }
-        let (imp, mut ctx) = self.split(Some(sink));
-        match imp {
-            Imp::Uring(u) => u.turn(&mut ctx, timeout),
-            Imp::Epoll(e) => e.turn(&mut ctx, timeout),
+        let (backend, mut delivery) = self.split(Some(sink));
+        match backend {
+            ActiveBackend::Uring(u) => u.turn(&mut delivery, timeout),
+            ActiveBackend::Epoll(e) => e.turn(&mut delivery, timeout),
         }
     }
 
     /// Call before closing `fd` yourself: the epoll backend forgets its registration (a
     /// later fd with the same number must start clean). Operations still parked on it
-    /// fail with `ECANCELED`.
-    pub fn forget_fd(&mut self, fd: RawFd) {
-        if let (Imp::Epoll(e), mut ctx) = self.split(None) {
-            e.forget_fd(&mut ctx, fd);
+    /// fail with `ECANCELED`. An error is epoll refusing to remove the registration
+    /// (the fd was closed already, say): the registration is forgotten anyway.
+    pub fn forget_fd(&mut self, fd: RawFd) -> io::Result<()> {
+        match self.split(None) {
+            (ActiveBackend::Epoll(e), mut delivery) => e.forget_fd(&mut delivery, fd),
+            _ => Ok(()),
         }
     }
 
@@ -496,47 +484,64 @@ impl Driver {
     /// for io_uring (the kernel arms its own poll; `O_NONBLOCK` would make it fail
     /// with `EAGAIN` instead).
     pub fn socket_flags(&self) -> i32 {
-        match self.imp {
-            Imp::Uring(_) => libc::SOCK_CLOEXEC,
-            Imp::Epoll(_) => libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+        match self.backend {
+            ActiveBackend::Uring(_) => libc::SOCK_CLOEXEC,
+            ActiveBackend::Epoll(_) => libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
         }
     }
 
     // ---- executor face -------------------------------------------------------------
 
-    /// Starts `op` for a future. On epoll a single-shot operation that can finish at once
-    /// does so here.
+    /// Starts `op` for a future whose task `waker` wakes at each completion. On epoll
+    /// a single-shot operation that can finish at once does so here.
     ///
     /// # Safety
     ///
     /// As for [`submit`](Self::submit): pointers live until the final completion; the
     /// future passes its buffers to [`detach`](Self::detach) if dropped before that.
-    pub(crate) unsafe fn submit_waker(&mut self, op: Op, timeout: Option<Duration>) -> Submitted {
-        let id = self.table.insert(op, Notify::Waker(None), timeout);
+    pub(crate) unsafe fn submit_waker(
+        &mut self,
+        op: Op,
+        timeout: Option<Duration>,
+        waker: &Waker,
+    ) -> Submitted {
+        if let (ActiveBackend::Epoll(e), None) = (&mut self.backend, timeout) {
+            // The common case on epoll: the socket is ready and nothing waits before
+            // this op. Its one syscall runs now, without a slot.
+            // SAFETY: the caller's promise for the op's pointers, for this call.
+            if let Some(c) = unsafe { e.try_at_once(&op, &self.pool) } {
+                self.stats.submitted += 1;
+                return Submitted::Done(c);
+            }
+        }
+        let id = self.table.insert_for_waker(op, timeout);
         self.start(id);
         let slot = self.table.get_mut(id).expect("just inserted");
-        if slot.done && !op.is_multishot() {
-            let c = slot
-                .queue
-                .pop_front()
-                .expect("a done op has its completion");
+        if slot.done && !slot.multishot {
+            let c = slot.single.take().expect("a done op has its completion");
             self.table.release(id);
             return Submitted::Done(c);
         }
+        OpTable::register_waker(slot, waker);
         Submitted::Pending(id)
     }
 
+    #[inline]
     fn start(&mut self, id: OpId) {
         self.stats.submitted += 1;
-        let (imp, mut ctx) = self.split(None);
-        match imp {
-            Imp::Uring(u) => u.start(&mut ctx, id),
-            Imp::Epoll(e) => e.start(&mut ctx, id),
+        if let ActiveBackend::Uring(u) = &mut self.backend {
+            // io_uring starts an op without completing anything: no delivery needed.
+            u.start(&mut self.table, id);
+            return;
+        }
+        if let (ActiveBackend::Epoll(e), mut delivery) = self.split(None) {
+            e.start(&mut delivery, id);
         }
     }
 
     /// Polls a single-shot operation: ready with its completion once the final CQE is in
     /// (the slot is then free).
+    #[inline]
     pub(crate) fn poll_complete(&mut self, id: OpId, cx: &mut Context<'_>) -> Poll<Completion> {
         let slot = self
             .table
@@ -545,19 +550,17 @@ impl Driver {
         if slot.done {
             // A zero-copy send posts its result first and its buffer notification last;
             // the result is what the caller wants.
-            let c = slot
-                .queue
-                .pop_front()
-                .expect("a done op has its completion");
+            let c = slot.single.take().expect("a done op has its completion");
             self.table.release(id);
             return Poll::Ready(c);
         }
-        set_waker(&mut slot.notify, cx.waker());
+        OpTable::register_waker(slot, cx.waker());
         Poll::Pending
     }
 
     /// Polls a multishot operation: the next completion, or `None` once it has ended (the
     /// slot is then free).
+    #[inline]
     pub(crate) fn poll_next(&mut self, id: OpId, cx: &mut Context<'_>) -> Poll<Option<Completion>> {
         let Some(slot) = self.table.get_mut(id) else {
             return Poll::Ready(None);
@@ -569,20 +572,20 @@ impl Driver {
             self.table.release(id);
             return Poll::Ready(None);
         }
-        set_waker(&mut slot.notify, cx.waker());
+        OpTable::register_waker(slot, cx.waker());
         Poll::Pending
     }
 
     /// The future of `id` is gone. If the operation is finished its slot is freed;
-    /// otherwise it is cancelled and `keep` (the buffers the kernel may still touch) is
+    /// otherwise it is cancelled and `held` (the buffers the kernel may still touch) is
     /// held until the final completion. Completions already queued are dropped: pool
     /// buffers go back, accepted fds are closed.
-    pub(crate) fn detach(&mut self, id: OpId, keep: Option<Box<dyn Any>>) {
+    pub(crate) fn detach(&mut self, id: OpId, held: Option<Box<dyn Any>>) {
         let Some(slot) = self.table.get_mut(id) else {
             return;
         };
         let yields_fd = slot.op.yields_fd();
-        for c in slot.queue.drain(..) {
+        for c in slot.queue.drain(..).chain(slot.single.take()) {
             if yields_fd && c.result >= 0 {
                 // SAFETY: an fd produced for a future that will never see it.
                 unsafe { libc::close(c.result) };
@@ -592,8 +595,8 @@ impl Driver {
             self.table.release(id);
             return;
         }
-        slot.life = Life::Detached;
-        slot.keep = keep;
+        slot.state = SlotState::Orphaned;
+        slot.held = held;
         slot.notify = Notify::Waker(None);
         self.cancel(id);
     }
@@ -610,8 +613,8 @@ impl Driver {
         let start = std::time::Instant::now();
         for id in self.table.live_ids() {
             if let Some(slot) = self.table.get_mut(id) {
-                if slot.life == Life::Active && matches!(slot.notify, Notify::Waker(_)) {
-                    slot.life = Life::Detached;
+                if slot.state == SlotState::Owned && matches!(slot.notify, Notify::Waker(_)) {
+                    slot.state = SlotState::Orphaned;
                 }
             }
             self.cancel(id);
@@ -642,13 +645,6 @@ impl Drop for Driver {
             std::mem::forget(std::mem::replace(&mut self.table, OpTable::new()));
             std::mem::forget(self.pool.clone());
         }
-    }
-}
-
-fn set_waker(notify: &mut Notify, waker: &Waker) {
-    match notify {
-        Notify::Waker(Some(w)) if w.will_wake(waker) => {}
-        _ => *notify = Notify::Waker(Some(waker.clone())),
     }
 }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use io_uring::{opcode, IoUring};
 
-use super::uring::{Uring, BGID};
+use super::uring::{Uring, UringEnv, BGID};
 use super::{DriverConfig, DriverWaker};
 use crate::buf::BufferPool;
 
@@ -91,7 +91,12 @@ pub(crate) fn build_uring(
         };
         match try_rung(cfg, rung) {
             Ok((ring, pool)) => {
-                let uring = Box::new(Uring::new(ring, waker.raw_fd(), cfg.send_zc_min));
+                let env = UringEnv {
+                    bgid: BGID,
+                    buf_size: cfg.pool_buf_size as u32,
+                    send_zc_min: cfg.send_zc_min.unwrap_or(usize::MAX),
+                };
+                let uring = Box::new(Uring::new(ring, waker.raw_fd(), env));
                 return Ok((uring, pool, rung.flags.to_vec()));
             }
             Err((stage, e)) => {

@@ -4,7 +4,7 @@
 //! the first poll submits, later polls wait for the final completion. Dropping it early
 //! hands the owned buffers to the driver and cancels, so the kernel never writes into
 //! freed memory. [`OpFuture::cancel`] cancels but keeps the future, whose output then
-//! carries the buffer back. [`MultiShot`] is the same for operations with many
+//! carries the buffer back. `MultiShot` is the same for operations with many
 //! completions (multishot accept and receive).
 
 pub mod ops;
@@ -14,16 +14,16 @@ pub use pipe::Pipe;
 
 use std::any::Any;
 use std::future::Future;
-use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::driver::{Completion, Op, OpId, Submitted};
-use crate::runtime::core::{try_with_current, with_current};
+use crate::runtime::context::{try_with_driver, with_driver};
 
 /// An operation with the resources it owns.
 pub trait Operation: Unpin + 'static {
+    /// What the future of this operation returns.
     type Output;
     /// The driver op. Called once, just before submission; pointers it holds point into
     /// `self`'s heap buffers, which stay put when `self` moves.
@@ -44,6 +44,15 @@ pub struct OpFuture<T: Operation> {
     cancel_before_start: bool,
 }
 
+impl<T: Operation> std::fmt::Debug for OpFuture<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpFuture")
+            .field("submitted", &self.id.is_some())
+            .field("finished", &self.state.is_none())
+            .finish()
+    }
+}
+
 impl<T: Operation> OpFuture<T> {
     pub(crate) fn new(state: T) -> Self {
         OpFuture {
@@ -58,7 +67,7 @@ impl<T: Operation> OpFuture<T> {
     /// the real result if the operation finished first. Nothing is lost either way.
     pub fn cancel(&mut self) {
         match self.id {
-            Some(id) => with_current(|c| c.driver.borrow_mut().request_cancel(id)),
+            Some(id) => with_driver(|d| d.request_cancel(id)),
             None => self.cancel_before_start = true,
         }
     }
@@ -85,21 +94,21 @@ impl<T: Operation> Future for OpFuture<T> {
                 // SAFETY: the op's pointers refer to buffers owned by `state`, which lives
                 // in this future until the final completion, or is handed to the driver
                 // by `detach` if the future is dropped first.
-                let submitted =
-                    with_current(|c| unsafe { c.driver.borrow_mut().submit_waker(op, timeout) });
+                let submitted = with_driver(|d| unsafe { d.submit_waker(op, timeout, cx.waker()) });
                 match submitted {
                     Submitted::Done(c) => {
                         let s = this.state.take().expect("state present");
                         return Poll::Ready(s.complete(c));
                     }
+                    // Registered with this task's waker: nothing more to do this poll.
                     Submitted::Pending(id) => {
                         this.id = Some(id);
-                        id
+                        return Poll::Pending;
                     }
                 }
             }
         };
-        match with_current(|c| c.driver.borrow_mut().poll_complete(id, cx)) {
+        match with_driver(|d| d.poll_complete(id, cx)) {
             Poll::Ready(c) => {
                 this.id = None;
                 let s = this.state.take().expect("state present");
@@ -114,14 +123,8 @@ impl<T: Operation> Drop for OpFuture<T> {
     fn drop(&mut self) {
         let Some(id) = self.id.take() else { return };
         let mut keep = self.state.take().map(|s| Box::new(s) as Box<dyn Any>);
-        let handed = try_with_current(|c| match c.driver.try_borrow_mut() {
-            Ok(mut d) => {
-                d.detach(id, keep.take());
-                true
-            }
-            Err(_) => false,
-        });
-        if handed != Some(true) {
+        let handed = try_with_driver(|d| d.detach(id, keep.take()));
+        if handed.is_none() {
             // No driver to give the buffers to (dropped outside the runtime): the kernel
             // may still write into them, so they must never be freed.
             std::mem::forget(keep);
@@ -133,30 +136,24 @@ impl<T: Operation> Drop for OpFuture<T> {
 pub(crate) struct MultiShot {
     op: Op,
     id: Option<OpId>,
-    ended: bool,
 }
 
 impl MultiShot {
-    pub fn new(op: Op) -> Self {
+    pub(crate) fn new(op: Op) -> Self {
         debug_assert!(op.is_multishot());
-        MultiShot {
-            op,
-            id: None,
-            ended: false,
-        }
+        MultiShot { op, id: None }
     }
 
     /// The next completion; `None` once the operation has ended. After an end, the next
     /// call starts the operation again (a listener's accept stream resumes after an
     /// error, for example); callers decide whether to.
-    pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Completion>> {
+    #[inline]
+    pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Completion>> {
         let id = match self.id {
             Some(id) => id,
             None => {
-                self.ended = false;
                 // SAFETY: multishot ops here carry no pointers (pool buffers, no addr).
-                let s =
-                    with_current(|c| unsafe { c.driver.borrow_mut().submit_waker(self.op, None) });
+                let s = with_driver(|d| unsafe { d.submit_waker(self.op, None, cx.waker()) });
                 match s {
                     Submitted::Pending(id) => {
                         self.id = Some(id);
@@ -166,10 +163,9 @@ impl MultiShot {
                 }
             }
         };
-        let r = with_current(|c| c.driver.borrow_mut().poll_next(id, cx));
+        let r = with_driver(|d| d.poll_next(id, cx));
         if let Poll::Ready(None) = r {
             self.id = None;
-            self.ended = true;
         }
         r
     }
@@ -178,20 +174,16 @@ impl MultiShot {
 impl Drop for MultiShot {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
-            try_with_current(|c| {
-                if let Ok(mut d) = c.driver.try_borrow_mut() {
-                    d.detach(id, None);
-                }
-            });
+            try_with_driver(|d| d.detach(id, None));
         }
     }
 }
 
-/// Turns a completion result into an `io::Result`.
-pub(crate) fn result(c: &Completion) -> io::Result<usize> {
-    if c.result >= 0 {
-        Ok(c.result as usize)
-    } else {
-        Err(io::Error::from_raw_os_error(-c.result))
+/// Tells the current core's driver that `fd` is about to close (see
+/// [`Driver::forget_fd`](crate::driver::Driver::forget_fd)). Outside a runtime, or while
+/// the driver is busy (a drop inside a turn), there is nothing to tell.
+pub(crate) fn forget_fd(fd: std::os::fd::RawFd) {
+    if let Some(Err(e)) = try_with_driver(|d| d.forget_fd(fd)) {
+        tracing::warn!(fd, error = %e, "epoll refused to remove a registration");
     }
 }

@@ -6,9 +6,9 @@ use std::net::SocketAddr;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
-use super::{result, Operation};
+use super::Operation;
 use crate::buf::{IoBuf, IoBufMut, PoolBuf};
-use crate::driver::{Completion, Op, RawAddr};
+use crate::driver::{op as raw, Completion, Op, RawAddr};
 
 /// Receive into a caller buffer (`recv`), or read at an offset when `offset` is set.
 pub struct Read<B> {
@@ -23,21 +23,23 @@ impl<B: IoBufMut + Unpin> Operation for Read<B> {
         let len = self.buf.bytes_total().min(u32::MAX as usize) as u32;
         let buf = self.buf.stable_mut_ptr();
         match self.offset {
-            Some(offset) => Op::ReadAt {
+            Some(offset) => raw::ReadAt {
                 fd: self.fd,
                 buf,
                 len,
                 offset,
-            },
-            None => Op::Recv {
+            }
+            .into(),
+            None => raw::Recv {
                 fd: self.fd,
                 buf,
                 len,
-            },
+            }
+            .into(),
         }
     }
     fn complete(mut self, c: Completion) -> Self::Output {
-        let r = result(&c);
+        let r = c.io_result();
         if let Ok(n) = r {
             // SAFETY: the kernel wrote `n` bytes at the start of the buffer.
             unsafe { self.buf.set_init(n) };
@@ -59,21 +61,23 @@ impl<B: IoBuf + Unpin> Operation for Write<B> {
         let len = self.buf.bytes_init().min(u32::MAX as usize) as u32;
         let buf = self.buf.stable_ptr();
         match self.offset {
-            Some(offset) => Op::WriteAt {
+            Some(offset) => raw::WriteAt {
                 fd: self.fd,
                 buf,
                 len,
                 offset,
-            },
-            None => Op::Send {
+            }
+            .into(),
+            None => raw::Send {
                 fd: self.fd,
                 buf,
                 len,
-            },
+            }
+            .into(),
         }
     }
     fn complete(self, c: Completion) -> Self::Output {
-        (result(&c), self.buf)
+        (c.io_result(), self.buf)
     }
 }
 
@@ -92,14 +96,15 @@ impl<B: IoBuf + Unpin> Operation for WriteVectored<B> {
             iov_base: b.stable_ptr() as *mut libc::c_void,
             iov_len: b.bytes_init(),
         }));
-        Op::SendVectored {
+        raw::SendVectored {
             fd: self.fd,
             iov: self.iov.as_ptr(),
             iovcnt: self.iov.len() as u32,
         }
+        .into()
     }
     fn complete(self, c: Completion) -> Self::Output {
-        (result(&c), self.bufs)
+        (c.io_result(), self.bufs)
     }
 }
 
@@ -112,14 +117,15 @@ pub struct RecvFrom<B> {
 impl<B: IoBufMut + Unpin> Operation for RecvFrom<B> {
     type Output = (io::Result<(usize, SocketAddr)>, B);
     fn op(&mut self) -> Op {
-        Op::RecvFrom {
+        raw::RecvFrom {
             fd: self.fd,
             buf: self.buf.stable_mut_ptr(),
             len: self.buf.bytes_total().min(u32::MAX as usize) as u32,
         }
+        .into()
     }
     fn complete(mut self, c: Completion) -> Self::Output {
-        let r = result(&c).and_then(|n| {
+        let r = c.io_result().and_then(|n| {
             // SAFETY: the kernel wrote `n` bytes.
             unsafe { self.buf.set_init(n) };
             let addr = c
@@ -141,19 +147,21 @@ pub struct SendTo<B> {
 impl<B: IoBuf + Unpin> Operation for SendTo<B> {
     type Output = (io::Result<usize>, B);
     fn op(&mut self) -> Op {
-        Op::SendTo {
+        raw::SendTo {
             fd: self.fd,
             buf: self.buf.stable_ptr(),
             len: self.buf.bytes_init().min(u32::MAX as usize) as u32,
             addr: &self.addr,
         }
+        .into()
     }
     fn complete(self, c: Completion) -> Self::Output {
-        (result(&c), self.buf)
+        (c.io_result(), self.buf)
     }
 }
 
 /// Accept one connection.
+#[derive(Debug)]
 pub struct Accept {
     pub(crate) fd: RawFd,
 }
@@ -161,10 +169,10 @@ pub struct Accept {
 impl Operation for Accept {
     type Output = io::Result<(OwnedFd, Option<SocketAddr>)>;
     fn op(&mut self) -> Op {
-        Op::Accept { fd: self.fd }
+        raw::Accept { fd: self.fd }.into()
     }
     fn complete(self, c: Completion) -> Self::Output {
-        let fd = result(&c)?;
+        let fd = c.io_result()?;
         // SAFETY: the kernel just created this fd for us.
         let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
         Ok((fd, c.addr))
@@ -172,6 +180,7 @@ impl Operation for Accept {
 }
 
 /// Connect a socket, optionally with a (linked) timeout.
+#[derive(Debug)]
 pub struct Connect {
     pub(crate) fd: RawFd,
     pub(crate) addr: RawAddr,
@@ -181,20 +190,22 @@ pub struct Connect {
 impl Operation for Connect {
     type Output = io::Result<()>;
     fn op(&mut self) -> Op {
-        Op::Connect {
+        raw::Connect {
             fd: self.fd,
             addr: &self.addr,
         }
+        .into()
     }
     fn timeout(&self) -> Option<Duration> {
         self.timeout
     }
     fn complete(self, c: Completion) -> Self::Output {
-        result(&c).map(drop)
+        c.io_result().map(drop)
     }
 }
 
 /// Receive once into a pool buffer.
+#[derive(Debug)]
 pub struct RecvPoolOnce {
     pub(crate) fd: RawFd,
 }
@@ -202,18 +213,16 @@ pub struct RecvPoolOnce {
 impl Operation for RecvPoolOnce {
     type Output = io::Result<Option<PoolBuf>>;
     fn op(&mut self) -> Op {
-        Op::RecvPool {
-            fd: self.fd,
-            multishot: false,
-        }
+        raw::RecvPool { fd: self.fd }.into()
     }
     fn complete(self, c: Completion) -> Self::Output {
-        let n = result(&c)?;
+        let n = c.io_result()?;
         Ok(if n == 0 { None } else { c.buf })
     }
 }
 
 /// Open a file.
+#[derive(Debug)]
 pub struct Open {
     pub(crate) path: CString,
     pub(crate) flags: i32,
@@ -223,29 +232,31 @@ pub struct Open {
 impl Operation for Open {
     type Output = io::Result<OwnedFd>;
     fn op(&mut self) -> Op {
-        Op::Open {
+        raw::Open {
             path: self.path.as_ptr(),
             flags: self.flags,
             mode: self.mode,
         }
+        .into()
     }
     fn complete(self, c: Completion) -> Self::Output {
-        let fd = result(&c)?;
+        let fd = c.io_result()?;
         // SAFETY: the kernel just opened this fd for us.
         Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
     }
 }
 
-/// An op whose only output is its result: fsync, shutdown, nop.
-pub struct Simple(pub(crate) Op);
+/// An op whose only output is its result (fsync, shutdown, nop).
+#[derive(Debug)]
+pub struct ResultOnly(pub(crate) Op);
 
-impl Operation for Simple {
+impl Operation for ResultOnly {
     type Output = io::Result<usize>;
     fn op(&mut self) -> Op {
         self.0
     }
     fn complete(self, c: Completion) -> Self::Output {
-        result(&c)
+        c.io_result()
     }
 }
 
@@ -263,14 +274,66 @@ pub struct Splice {
 impl Operation for Splice {
     type Output = io::Result<usize>;
     fn op(&mut self) -> Op {
-        Op::Splice {
+        raw::Splice {
             fd_in: self.fd_in,
             off_in: self.off_in,
             fd_out: self.fd_out,
             len: self.len,
         }
+        .into()
     }
     fn complete(self, c: Completion) -> Self::Output {
-        result(&c)
+        c.io_result()
+    }
+}
+
+impl<B> std::fmt::Debug for Read<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Read")
+            .field("fd", &self.fd)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B> std::fmt::Debug for Write<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Write")
+            .field("fd", &self.fd)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B> std::fmt::Debug for WriteVectored<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteVectored")
+            .field("fd", &self.fd)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B> std::fmt::Debug for RecvFrom<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecvFrom")
+            .field("fd", &self.fd)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B> std::fmt::Debug for SendTo<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SendTo")
+            .field("fd", &self.fd)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Splice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Splice")
+            .field("fd_in", &self.fd_in)
+            .field("off_in", &self.off_in)
+            .field("fd_out", &self.fd_out)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
     }
 }

@@ -1,19 +1,4 @@
-//! [`Pipe`]: a kernel pipe for zero-copy transfers with `splice`.
-//!
-//! Sending a file over a socket normally copies every byte twice through user space
-//! (read into a buffer, send from it). `splice` moves page references instead: file ->
-//! pipe -> socket, with no copy into the process. A pipe is the kernel's only handle for
-//! that, so a sender keeps one (per connection or per core) and pushes a file through it
-//! in pipe-sized chunks (64 KiB by default): [`Pipe::splice_from_file`], then
-//! [`Pipe::splice_to`] until what went in has come out.
-//!
-//! On io_uring both ends are blocking fds (the kernel runs a splice in a worker). That
-//! worker holds the pipe's lock while it waits for room in a socket, so closing the pipe
-//! then would block the core until the peer reads: each splice holds the pipe's fds,
-//! which are closed only after the last splice's final completion, even if its future
-//! was dropped (a connection timed out mid-send). On epoll both ends are non-blocking,
-//! and a splice into a full pipe or socket waits for the output to become writable like
-//! a send does.
+//! [`Pipe`]: a kernel pipe for zero-copy transfers with `splice` (see its docs).
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -22,9 +7,24 @@ use std::rc::Rc;
 use crate::fs::File;
 use crate::io::ops::Splice;
 use crate::io::OpFuture;
-use crate::runtime::core::{try_with_current, with_current};
+use crate::runtime::context::with_driver;
 
-/// A pipe owned by the current core. See the [module docs](self).
+/// A kernel pipe owned by the current core, for zero-copy transfers with `splice`.
+///
+/// Sending a file over a socket normally copies every byte twice through user space
+/// (read into a buffer, send from it). `splice` moves page references instead: file ->
+/// pipe -> socket, with no copy into the process. A pipe is the kernel's only handle for
+/// that, so a sender keeps one (per connection or per core) and pushes a file through it
+/// in pipe-sized chunks (64 KiB by default): [`Pipe::splice_from_file`], then
+/// [`Pipe::splice_to`] until what went in has come out.
+///
+/// On io_uring both ends are blocking fds (the kernel runs a splice in a worker). That
+/// worker holds the pipe's lock while it waits for room in a socket, so closing the pipe
+/// then would block the core until the peer reads: each splice holds the pipe's fds,
+/// which are closed only after the last splice's final completion, even if its future
+/// was dropped (a connection timed out mid-send). On epoll both ends are non-blocking,
+/// and a splice into a full pipe or socket waits for the output to become writable like
+/// a send does.
 #[derive(Debug)]
 pub struct Pipe {
     fds: Rc<Ends>,
@@ -41,8 +41,7 @@ impl Pipe {
     /// A new pipe, with the blocking mode the current backend wants. Must be called on a
     /// runtime thread.
     pub fn new() -> io::Result<Pipe> {
-        let nonblocking =
-            with_current(|c| c.driver.borrow().socket_flags()) & libc::SOCK_NONBLOCK != 0;
+        let nonblocking = with_driver(|d| d.socket_flags()) & libc::SOCK_NONBLOCK != 0;
         let mut flags = libc::O_CLOEXEC;
         if nonblocking {
             flags |= libc::O_NONBLOCK;
@@ -100,11 +99,7 @@ impl Drop for Pipe {
         // fails what is still parked on them). The fds themselves close when the last
         // splice holding them has ended.
         for fd in [self.read_fd(), self.write_fd()] {
-            try_with_current(|c| {
-                if let Ok(mut d) = c.driver.try_borrow_mut() {
-                    d.forget_fd(fd);
-                }
-            });
+            super::forget_fd(fd);
         }
     }
 }

@@ -9,7 +9,7 @@ mod tcp;
 mod udp;
 mod unix;
 
-pub use socket::{ReadFuture, RecvStream, WriteFuture};
+pub use socket::{ReadFuture, RecvStream, WriteAll, WriteFuture};
 pub use tcp::{Incoming, ListenOptions, OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream};
 pub use udp::UdpSocket;
 pub use unix::{UnixListener, UnixStream};

@@ -6,10 +6,11 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::task::{Context, Poll};
 
 use crate::buf::{IoBuf, IoBufMut, PoolBuf, Slice};
-use crate::driver::{Op, RawAddr};
+use crate::driver::op::RecvMulti;
+use crate::driver::RawAddr;
 use crate::io::ops::{self, Read, RecvPoolOnce, Write, WriteVectored};
 use crate::io::{MultiShot, OpFuture};
-use crate::runtime::core::{try_with_current, with_current};
+use crate::runtime::context::with_driver;
 
 /// An owned socket fd, closed on drop (after the driver forgets it).
 #[derive(Debug)]
@@ -19,8 +20,8 @@ pub(crate) struct Socket {
 
 impl Socket {
     /// A new socket with the flags the current backend wants.
-    pub fn new(domain: i32, ty: i32) -> io::Result<Socket> {
-        let flags = with_current(|c| c.driver.borrow().socket_flags());
+    pub(super) fn new(domain: i32, ty: i32) -> io::Result<Socket> {
+        let flags = with_driver(|d| d.socket_flags());
         // SAFETY: socket() takes no pointers; the result is checked.
         let fd = unsafe { libc::socket(domain, ty | flags, 0) };
         if fd < 0 {
@@ -30,14 +31,13 @@ impl Socket {
         Ok(Socket::from_fd(unsafe { OwnedFd::from_raw_fd(fd) }))
     }
 
-    pub fn from_fd(fd: OwnedFd) -> Socket {
+    pub(super) fn from_fd(fd: OwnedFd) -> Socket {
         Socket { fd: Some(fd) }
     }
 
     /// Adopts a socket made elsewhere (std), setting the blocking mode the backend wants.
-    pub fn adopt(fd: OwnedFd) -> io::Result<Socket> {
-        let nonblocking =
-            with_current(|c| c.driver.borrow().socket_flags()) & libc::SOCK_NONBLOCK != 0;
+    pub(super) fn adopt(fd: OwnedFd) -> io::Result<Socket> {
+        let nonblocking = with_driver(|d| d.socket_flags()) & libc::SOCK_NONBLOCK != 0;
         let raw = fd.as_raw_fd();
         // SAFETY: fcntl on an fd we own; no pointers.
         unsafe {
@@ -57,11 +57,11 @@ impl Socket {
         Ok(Socket::from_fd(fd))
     }
 
-    pub fn fd(&self) -> RawFd {
+    pub(super) fn fd(&self) -> RawFd {
         self.fd.as_ref().expect("socket is open").as_raw_fd()
     }
 
-    pub fn setsockopt<T>(&self, level: i32, name: i32, value: T) -> io::Result<()> {
+    pub(super) fn setsockopt<T>(&self, level: i32, name: i32, value: T) -> io::Result<()> {
         // SAFETY: passes a pointer to a live T with its size.
         let r = unsafe {
             libc::setsockopt(
@@ -79,7 +79,7 @@ impl Socket {
         }
     }
 
-    pub fn getsockopt_int(&self, level: i32, name: i32) -> io::Result<i32> {
+    pub(super) fn getsockopt_int(&self, level: i32, name: i32) -> io::Result<i32> {
         let mut v: libc::c_int = 0;
         let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
         // SAFETY: v and len are live and sized for the call.
@@ -99,7 +99,7 @@ impl Socket {
         }
     }
 
-    pub fn bind(&self, addr: &RawAddr) -> io::Result<()> {
+    pub(super) fn bind(&self, addr: &RawAddr) -> io::Result<()> {
         let (p, l) = addr.as_ptr();
         // SAFETY: p points to a live sockaddr of length l.
         if unsafe { libc::bind(self.fd(), p, l) } < 0 {
@@ -108,7 +108,7 @@ impl Socket {
         Ok(())
     }
 
-    pub fn listen(&self, backlog: i32) -> io::Result<()> {
+    pub(super) fn listen(&self, backlog: i32) -> io::Result<()> {
         // SAFETY: no pointers.
         if unsafe { libc::listen(self.fd(), backlog) } < 0 {
             return Err(io::Error::last_os_error());
@@ -133,15 +133,15 @@ impl Socket {
         Ok(a)
     }
 
-    pub fn local_addr(&self) -> io::Result<RawAddr> {
+    pub(super) fn local_addr(&self) -> io::Result<RawAddr> {
         self.name(false)
     }
 
-    pub fn peer_addr(&self) -> io::Result<RawAddr> {
+    pub(super) fn peer_addr(&self) -> io::Result<RawAddr> {
         self.name(true)
     }
 
-    pub fn shutdown(&self, how: std::net::Shutdown) -> io::Result<()> {
+    pub(super) fn shutdown(&self, how: std::net::Shutdown) -> io::Result<()> {
         let how = match how {
             std::net::Shutdown::Read => libc::SHUT_RD,
             std::net::Shutdown::Write => libc::SHUT_WR,
@@ -154,7 +154,7 @@ impl Socket {
         Ok(())
     }
 
-    pub fn read<B: IoBufMut + Unpin>(&self, buf: B) -> OpFuture<Read<B>> {
+    pub(super) fn read<B: IoBufMut + Unpin>(&self, buf: B) -> OpFuture<Read<B>> {
         OpFuture::new(Read {
             fd: self.fd(),
             buf,
@@ -162,7 +162,7 @@ impl Socket {
         })
     }
 
-    pub fn write<B: IoBuf + Unpin>(&self, buf: B) -> OpFuture<Write<B>> {
+    pub(super) fn write<B: IoBuf + Unpin>(&self, buf: B) -> OpFuture<Write<B>> {
         OpFuture::new(Write {
             fd: self.fd(),
             buf,
@@ -170,33 +170,14 @@ impl Socket {
         })
     }
 
-    pub async fn write_all<B: IoBuf + Unpin>(&self, buf: B) -> (io::Result<()>, B) {
-        let total = buf.bytes_init();
-        let mut slice = Slice::new(buf, 0, total);
-        let mut done = 0;
-        while done < total {
-            let (r, s) = self.write(slice).await;
-            let buf = s.into_inner();
-            match r {
-                Ok(0) => {
-                    return (
-                        Err(io::Error::new(
-                            io::ErrorKind::WriteZero,
-                            "peer took no bytes",
-                        )),
-                        buf,
-                    )
-                }
-                Ok(n) => done += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return (Err(e), buf),
-            }
-            slice = Slice::new(buf, done, total);
-        }
-        (Ok(()), slice.into_inner())
+    pub(super) fn write_all<B: IoBuf + Unpin>(&self, buf: B) -> WriteAll<'_, B> {
+        WriteAll::new(self.fd(), buf)
     }
 
-    pub fn write_vectored<B: IoBuf + Unpin>(&self, bufs: Vec<B>) -> OpFuture<WriteVectored<B>> {
+    pub(super) fn write_vectored<B: IoBuf + Unpin>(
+        &self,
+        bufs: Vec<B>,
+    ) -> OpFuture<WriteVectored<B>> {
         OpFuture::new(WriteVectored {
             fd: self.fd(),
             iov: Vec::with_capacity(bufs.len()),
@@ -204,21 +185,18 @@ impl Socket {
         })
     }
 
-    pub fn recv_pool(&self) -> OpFuture<RecvPoolOnce> {
+    pub(super) fn recv_pool(&self) -> OpFuture<RecvPoolOnce> {
         OpFuture::new(RecvPoolOnce { fd: self.fd() })
     }
 
-    pub fn recv_multishot(&self) -> RecvStream {
+    pub(super) fn recv_multishot(&self) -> RecvStream {
         RecvStream {
-            shot: MultiShot::new(Op::RecvPool {
-                fd: self.fd(),
-                multishot: true,
-            }),
+            shot: MultiShot::new(RecvMulti { fd: self.fd() }.into()),
             done: false,
         }
     }
 
-    pub fn connect_op(
+    pub(super) fn connect_op(
         &self,
         addr: RawAddr,
         timeout: Option<std::time::Duration>,
@@ -234,12 +212,7 @@ impl Socket {
 impl Drop for Socket {
     fn drop(&mut self) {
         if let Some(fd) = self.fd.take() {
-            let raw = fd.as_raw_fd();
-            try_with_current(|c| {
-                if let Ok(mut d) = c.driver.try_borrow_mut() {
-                    d.forget_fd(raw);
-                }
-            });
+            crate::io::forget_fd(fd.as_raw_fd());
             drop(fd);
         }
     }
@@ -264,6 +237,7 @@ impl RecvStream {
     }
 
     /// Poll form of [`next`](Self::next).
+    #[inline]
     pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<PoolBuf>>> {
         if self.done {
             return Poll::Ready(None);
@@ -307,3 +281,76 @@ impl std::fmt::Debug for RecvStream {
 pub type ReadFuture<B> = OpFuture<Read<B>>;
 /// Future type of `write`.
 pub type WriteFuture<B> = OpFuture<Write<B>>;
+
+/// Future of `write_all`: sends the whole buffer, one send after another until every
+/// byte is taken, then gives the buffer back. Written by hand rather than as an
+/// `async fn`, so that it stays one small state machine that moves no nested futures.
+#[must_use = "futures do nothing unless awaited"]
+pub struct WriteAll<'a, B: IoBuf + Unpin> {
+    fd: std::os::fd::RawFd,
+    /// The send in flight: always `Some` until the future returns.
+    send: Option<OpFuture<Write<Slice<B>>>>,
+    total: usize,
+    done: usize,
+    _stream: std::marker::PhantomData<&'a ()>,
+}
+
+impl<B: IoBuf + Unpin> WriteAll<'_, B> {
+    pub(crate) fn new(fd: std::os::fd::RawFd, buf: B) -> Self {
+        let total = buf.bytes_init();
+        WriteAll {
+            fd,
+            send: Some(Self::send(fd, Slice::new(buf, 0, total))),
+            total,
+            done: 0,
+            _stream: std::marker::PhantomData,
+        }
+    }
+
+    fn send(fd: std::os::fd::RawFd, buf: Slice<B>) -> OpFuture<Write<Slice<B>>> {
+        OpFuture::new(Write {
+            fd,
+            buf,
+            offset: None,
+        })
+    }
+}
+
+impl<B: IoBuf + Unpin> std::future::Future for WriteAll<'_, B> {
+    type Output = (io::Result<()>, B);
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        loop {
+            let send = this
+                .send
+                .as_mut()
+                .expect("WriteAll polled after completion");
+            let (r, slice) = std::task::ready!(std::pin::Pin::new(send).poll(cx));
+            this.send = None;
+            let buf = slice.into_inner();
+            match r {
+                Ok(0) if this.done < this.total => {
+                    let e = io::Error::new(io::ErrorKind::WriteZero, "peer took no bytes");
+                    return Poll::Ready((Err(e), buf));
+                }
+                Ok(n) => this.done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Poll::Ready((Err(e), buf)),
+            }
+            if this.done >= this.total {
+                return Poll::Ready((Ok(()), buf));
+            }
+            this.send = Some(Self::send(this.fd, Slice::new(buf, this.done, this.total)));
+        }
+    }
+}
+
+impl<B: IoBuf + Unpin> std::fmt::Debug for WriteAll<'_, B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteAll")
+            .field("total", &self.total)
+            .field("done", &self.done)
+            .finish()
+    }
+}

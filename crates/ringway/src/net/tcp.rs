@@ -8,9 +8,10 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use super::socket::{ReadFuture, RecvStream, Socket, WriteFuture};
+use super::socket::{ReadFuture, RecvStream, Socket, WriteAll, WriteFuture};
 use crate::buf::{IoBuf, IoBufMut};
-use crate::driver::{Op, RawAddr};
+use crate::driver::op::AcceptMulti;
+use crate::driver::RawAddr;
 use crate::io::ops::{Accept, RecvPoolOnce, WriteVectored};
 use crate::io::{MultiShot, OpFuture};
 
@@ -108,9 +109,12 @@ impl TcpListener {
     pub fn incoming(&self) -> Incoming<'_> {
         Incoming {
             _listener: self,
-            shot: MultiShot::new(Op::AcceptMulti {
-                fd: self.socket.fd(),
-            }),
+            shot: MultiShot::new(
+                AcceptMulti {
+                    fd: self.socket.fd(),
+                }
+                .into(),
+            ),
         }
     }
 
@@ -133,6 +137,12 @@ impl AsRawFd for TcpListener {
 pub struct Incoming<'a> {
     _listener: &'a TcpListener,
     shot: MultiShot,
+}
+
+impl std::fmt::Debug for Incoming<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Incoming").finish_non_exhaustive()
+    }
 }
 
 impl Incoming<'_> {
@@ -223,8 +233,8 @@ impl TcpStream {
     }
 
     /// Writes all of `buf`.
-    pub async fn write_all<B: IoBuf + Unpin>(&mut self, buf: B) -> (io::Result<()>, B) {
-        self.socket.write_all(buf).await
+    pub fn write_all<B: IoBuf + Unpin>(&mut self, buf: B) -> WriteAll<'_, B> {
+        self.socket.write_all(buf)
     }
 
     /// Writes several buffers in one `sendmsg`; returns how many bytes went.
@@ -325,8 +335,8 @@ impl OwnedWriteHalf {
     }
 
     /// Writes all of `buf`.
-    pub async fn write_all<B: IoBuf + Unpin>(&mut self, buf: B) -> (io::Result<()>, B) {
-        self.socket.write_all(buf).await
+    pub fn write_all<B: IoBuf + Unpin>(&mut self, buf: B) -> WriteAll<'_, B> {
+        self.socket.write_all(buf)
     }
 
     /// Shuts down the write direction (the peer reads end of stream).

@@ -4,7 +4,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 
-use super::socket::{ReadFuture, RecvStream, Socket, WriteFuture};
+use super::socket::{ReadFuture, RecvStream, Socket, WriteAll, WriteFuture};
 use crate::buf::{IoBuf, IoBufMut};
 use crate::driver::RawAddr;
 use crate::io::ops::{Accept, WriteVectored};
@@ -68,7 +68,7 @@ impl UnixStream {
 
     /// A connected pair.
     pub fn pair() -> io::Result<(UnixStream, UnixStream)> {
-        let flags = crate::runtime::core::with_current(|c| c.driver.borrow().socket_flags());
+        let flags = crate::runtime::context::with_driver(|d| d.socket_flags());
         let mut fds = [0; 2];
         // SAFETY: fds has room for the two descriptors.
         if unsafe {
@@ -105,8 +105,8 @@ impl UnixStream {
     }
 
     /// Writes all of `buf`.
-    pub async fn write_all<B: IoBuf + Unpin>(&mut self, buf: B) -> (io::Result<()>, B) {
-        self.socket.write_all(buf).await
+    pub fn write_all<B: IoBuf + Unpin>(&mut self, buf: B) -> WriteAll<'_, B> {
+        self.socket.write_all(buf)
     }
 
     /// Writes several buffers in one `sendmsg`.

@@ -9,7 +9,8 @@
 //! puts one on a chosen core.
 
 mod blocking;
-pub(crate) mod core;
+pub(crate) mod context;
+mod core_loop;
 mod task;
 
 use std::future::Future;
@@ -23,7 +24,7 @@ use std::time::Duration;
 pub use blocking::spawn_blocking;
 pub use task::{JoinError, JoinHandle};
 
-use self::core::{Core, CoreShared, Remote};
+use self::core_loop::{Core, CoreShared, Remote};
 use self::task::{JoinState, TaskHeader};
 use crate::driver::{Backend, BackendInfo, Driver, DriverConfig, DriverStats};
 
@@ -149,7 +150,11 @@ impl Builder {
                     let shared = CoreShared::new(i, driver.waker());
                     let core = Core::new(shared.clone(), driver);
                     let _ = tx.send(Ok(shared));
-                    core.run_until_shutdown();
+                    if let Err(e) = core.run_until_shutdown() {
+                        // The core cannot make progress: say so and end it, rather than
+                        // spin. Its tasks are dropped (their I/O cancelled) below.
+                        tracing::error!(core = i, error = %e, "ringway core stopped");
+                    }
                     core.shutdown();
                 })?;
             let shared = rx
@@ -158,11 +163,13 @@ impl Builder {
             shareds.push(shared);
             threads.push(t);
         }
+        let cores: Arc<[Arc<CoreShared>]> = shareds.into();
+        for c in cores.iter() {
+            let _ = c.runtime.set(Arc::downgrade(&cores));
+        }
         Ok(Runtime {
             core0,
-            handle: Handle {
-                cores: shareds.into(),
-            },
+            handle: Handle { cores },
             info,
             threads,
         })
@@ -190,6 +197,15 @@ pub struct Runtime {
     handle: Handle,
     info: BackendInfo,
     threads: Vec<thread::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("cores", &self.cores())
+            .field("backend", &self.info)
+            .finish()
+    }
 }
 
 impl Runtime {
@@ -244,7 +260,45 @@ pub struct Handle {
     cores: Arc<[Arc<CoreShared>]>,
 }
 
+impl std::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handle")
+            .field("cores", &self.cores())
+            .finish()
+    }
+}
+
 impl Handle {
+    /// The handle of the runtime whose core this thread runs (inside `block_on`, a
+    /// task, or `#[ringway::main]`).
+    ///
+    /// # Panics
+    ///
+    /// Outside a runtime, or while the runtime is being dropped; see
+    /// [`try_current`](Self::try_current).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// #[ringway::main(threads = 2)]
+    /// async fn main() {
+    ///     let handle = ringway::Handle::current();
+    ///     let core = handle.spawn_on(1, || async { ringway::runtime::current_core() });
+    ///     assert_eq!(core.await.unwrap(), 1);
+    /// }
+    /// ```
+    pub fn current() -> Handle {
+        Handle::try_current()
+            .expect("Handle::current: no ringway runtime on this thread (or it is being dropped)")
+    }
+
+    /// The handle of the current thread's runtime, if there is one.
+    pub fn try_current() -> Option<Handle> {
+        context::try_with_core(|c| c.shared.runtime.get().and_then(std::sync::Weak::upgrade))
+            .flatten()
+            .map(|cores| Handle { cores })
+    }
+
     /// Number of cores.
     pub fn cores(&self) -> usize {
         self.cores.len()
@@ -263,8 +317,12 @@ impl Handle {
         let header = TaskHeader::new(shared.clone());
         let state = JoinState::new();
         let (h, s) = (header.clone(), state.clone());
+        // If the core is gone (or goes before it runs this), the guard reports the task
+        // cancelled instead of leaving its handle waiting forever.
+        let guard = CancelUnlessRun(Some(state.clone()));
         shared.inject(Remote::Spawn(Box::new(move || {
-            self::core::with_current(|c| c.spawn_with(make(), s, h));
+            guard.disarm();
+            context::with_core(|c| c.spawn_with(make(), s, h));
         })));
         JoinHandle::new(state, Some(header))
     }
@@ -286,6 +344,24 @@ impl Handle {
     }
 }
 
+/// Finishes a cross-core spawn as cancelled if its closure is dropped without running
+/// (its core shut down first).
+struct CancelUnlessRun<T>(Option<Arc<JoinState<T>>>);
+
+impl<T> CancelUnlessRun<T> {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl<T> Drop for CancelUnlessRun<T> {
+    fn drop(&mut self) {
+        if let Some(state) = self.0.take() {
+            state.finish(Err(JoinError::Cancelled));
+        }
+    }
+}
+
 /// Spawns a `!Send` task on the current core.
 ///
 /// Panics outside a runtime. Dropping the returned handle cancels the task; see
@@ -295,37 +371,37 @@ where
     F: Future + 'static,
     F::Output: 'static,
 {
-    self::core::with_current(|c| c.spawn(fut))
+    context::with_core(|c| c.spawn(fut))
 }
 
 /// Index of the current core (0 is the `block_on` thread).
 pub fn current_core() -> usize {
-    self::core::with_current(|c| c.shared.index)
+    context::with_core(|c| c.shared.index)
 }
 
 /// The current core's driver counters.
 pub fn driver_stats() -> DriverStats {
-    self::core::with_current(|c| c.driver.borrow().stats())
+    context::with_core(|c| c.driver.borrow().stats())
 }
 
 /// The current core's buffer pool counters.
 pub fn pool_stats() -> crate::buf::PoolStats {
-    self::core::with_current(|c| c.driver.borrow().pool().stats())
+    context::with_core(|c| c.driver.borrow().pool().stats())
 }
 
 /// Tasks alive on the current core.
 pub fn task_count() -> usize {
-    self::core::with_current(|c| c.task_count())
+    context::with_core(|c| c.task_count())
 }
 
 /// Operations of the current core's driver still holding a slot.
 pub fn live_ops() -> usize {
-    self::core::with_current(|c| c.driver.borrow().live_ops())
+    context::with_core(|c| c.driver.borrow().live_ops())
 }
 
 /// The backend of the current core.
 pub fn current_backend() -> BackendInfo {
-    self::core::with_current(|c| c.driver.borrow().info().clone())
+    context::with_core(|c| c.driver.borrow().info().clone())
 }
 
 /// Yields once to let other tasks run.

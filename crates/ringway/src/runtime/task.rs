@@ -2,8 +2,10 @@
 //!
 //! A task's future is `!Send` and lives in its core's task slab; it is only ever polled
 //! and dropped on that core. What crosses threads is the [`TaskHeader`], behind an `Arc`:
-//! the waker points at it, and a wake from another thread (a `spawn_blocking` result, a
-//! channel) lands in the owning core's inject queue and wakes its driver.
+//! the waker points at it. Waking hands the header to its [`Schedule`] hook, which the
+//! core implements (a wake on the task's own thread goes straight to the run queue; one
+//! from another thread, a `spawn_blocking` result say, lands in the core's inject queue
+//! and wakes its driver). This module never names the core.
 
 use std::any::Any;
 use std::fmt;
@@ -14,11 +16,17 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
-use super::core::{CoreShared, Remote};
+/// Where a woken task goes: its core's run queue.
+pub(crate) trait Schedule: Send + Sync + 'static {
+    /// Queues `task` to be polled. Called from any thread, once per wake-up (repeated
+    /// wakes before the task runs are absorbed by `TaskHeader::notified`).
+    fn schedule(&self, task: &Arc<TaskHeader>);
+}
 
 /// The cross-thread part of a task.
 pub(crate) struct TaskHeader {
-    pub core: Arc<CoreShared>,
+    /// The task's core.
+    pub scheduler: Arc<dyn Schedule>,
     /// Index in the core's task slab; `usize::MAX` until the task is placed there.
     pub key: AtomicUsize,
     /// Already in a run queue: further wakes are no-ops until it runs.
@@ -28,9 +36,9 @@ pub(crate) struct TaskHeader {
 }
 
 impl TaskHeader {
-    pub fn new(core: Arc<CoreShared>) -> Arc<Self> {
+    pub(crate) fn new(scheduler: Arc<dyn Schedule>) -> Arc<Self> {
         Arc::new(TaskHeader {
-            core,
+            scheduler,
             key: AtomicUsize::new(usize::MAX),
             notified: AtomicBool::new(false),
             cancelled: AtomicBool::new(false),
@@ -47,19 +55,7 @@ impl Wake for TaskHeader {
         if self.notified.swap(true, Ordering::AcqRel) {
             return;
         }
-        let local = super::core::try_with_current(|core| {
-            if Arc::ptr_eq(&core.shared, &self.core) {
-                core.queue
-                    .borrow_mut()
-                    .push_back(super::core::ready_of(self));
-                true
-            } else {
-                false
-            }
-        });
-        if local != Some(true) {
-            self.core.inject(Remote::Wake(self.clone()));
-        }
+        self.scheduler.schedule(self);
     }
 }
 
@@ -123,7 +119,7 @@ struct JoinSlot<T> {
 }
 
 impl<T> JoinState<T> {
-    pub fn new() -> Arc<Self> {
+    pub(crate) fn new() -> Arc<Self> {
         Arc::new(JoinState {
             slot: Mutex::new(JoinSlot {
                 result: None,
@@ -134,7 +130,7 @@ impl<T> JoinState<T> {
     }
 
     /// Stores the outcome (the first one wins) and wakes the handle.
-    pub fn finish(&self, r: Result<T, JoinError>) {
+    pub(crate) fn finish(&self, r: Result<T, JoinError>) {
         let waker = {
             let mut s = self.slot.lock().unwrap_or_else(|e| e.into_inner());
             if s.finished {
@@ -235,17 +231,17 @@ impl<T> fmt::Debug for JoinHandle<T> {
 }
 
 /// Wraps a task's future: catches its panic, and reports `Cancelled` if it is dropped
-/// before finishing.
+/// before finishing. The future is stored inline: the core boxes the whole wrapper once.
 pub(crate) struct TaskFuture<F: Future> {
-    fut: Pin<Box<F>>,
+    fut: F,
     state: Arc<JoinState<F::Output>>,
     done: bool,
 }
 
 impl<F: Future> TaskFuture<F> {
-    pub fn new(fut: F, state: Arc<JoinState<F::Output>>) -> Self {
+    pub(super) fn new(fut: F, state: Arc<JoinState<F::Output>>) -> Self {
         TaskFuture {
-            fut: Box::pin(fut),
+            fut,
             state,
             done: false,
         }
@@ -254,9 +250,13 @@ impl<F: Future> TaskFuture<F> {
 
 impl<F: Future> Future for TaskFuture<F> {
     type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let this = &mut *self;
-        let r = catch_unwind(AssertUnwindSafe(|| this.fut.as_mut().poll(cx)));
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        // SAFETY: `fut` is structurally pinned: it is never moved out of the pinned
+        // wrapper, and the other fields are not pinned (they are only read or replaced).
+        let this = unsafe { self.get_unchecked_mut() };
+        // SAFETY: as above, `fut` stays where the pinned wrapper put it.
+        let fut = unsafe { Pin::new_unchecked(&mut this.fut) };
+        let r = catch_unwind(AssertUnwindSafe(|| fut.poll(cx)));
         match r {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(v)) => {

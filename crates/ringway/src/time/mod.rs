@@ -14,44 +14,77 @@ use std::time::{Duration, Instant};
 use timers::TimerKey;
 pub(crate) use timers::Timers;
 
-use crate::runtime::core::{try_with_current, with_current};
+use crate::runtime::context::{try_with_timers, with_timers};
 
-/// Waits until `duration` has passed.
+/// Waits until `duration` has passed, counted from the sleep's first poll.
 pub fn sleep(duration: Duration) -> Sleep {
-    sleep_until(Instant::now() + duration)
+    Sleep {
+        deadline: Deadline::After(duration),
+        key: None,
+    }
 }
 
 /// Waits until `deadline`.
 pub fn sleep_until(deadline: Instant) -> Sleep {
     Sleep {
-        deadline,
+        deadline: Deadline::At(deadline),
         key: None,
     }
 }
 
-/// Future of [`sleep`]. Dropping it removes its timer.
+/// When a [`Sleep`] fires: a fixed instant, or a duration that becomes one at the first
+/// poll (which is when a `sleep` or `timeout` starts counting; it saves a clock read
+/// per timeout that never gets polled, and one per timeout that does).
+#[derive(Debug, Clone, Copy)]
+enum Deadline {
+    At(Instant),
+    After(Duration),
+}
+
+/// Future of [`sleep`] and [`sleep_until`]. Dropping it removes its timer.
+///
+/// Keep one `Sleep` and [`reset`](Self::reset) it rather than making a new one per
+/// wait: moving a registered timer later costs a store.
 #[derive(Debug)]
 #[must_use = "futures do nothing unless awaited"]
 pub struct Sleep {
-    deadline: Instant,
+    deadline: Deadline,
     key: Option<TimerKey>,
 }
 
 impl Sleep {
-    /// When it fires.
+    /// When it fires. For a `sleep(duration)` not polled yet, `duration` from now.
     pub fn deadline(&self) -> Instant {
-        self.deadline
+        match self.deadline {
+            Deadline::At(at) => at,
+            Deadline::After(d) => Instant::now() + d,
+        }
     }
 
-    /// Moves the deadline (re-registering the timer).
+    /// Moves the deadline. A registered timer is moved in place (later: a store;
+    /// earlier: a re-file); a sleep that has fired waits again.
     pub fn reset(&mut self, deadline: Instant) {
-        self.cancel_timer();
-        self.deadline = deadline;
+        self.deadline = Deadline::At(deadline);
+        if let Some(key) = self.key {
+            let moved = try_with_timers(|t| t.reset(key, deadline)).unwrap_or(false);
+            if !moved {
+                self.key = None;
+            }
+        }
+    }
+
+    /// True once the sleep has fired (its future returned `Ready`, or would).
+    pub fn is_elapsed(&self) -> bool {
+        match (self.key, self.deadline) {
+            (Some(key), _) => !try_with_timers(|t| t.is_live(key)).unwrap_or(false),
+            (None, Deadline::At(at)) => Instant::now() >= at,
+            (None, Deadline::After(d)) => d.is_zero(),
+        }
     }
 
     fn cancel_timer(&mut self) {
         if let Some(key) = self.key.take() {
-            try_with_current(|c| c.timers.borrow_mut().remove(key));
+            try_with_timers(|t| t.remove(key));
         }
     }
 }
@@ -59,28 +92,23 @@ impl Sleep {
 impl Future for Sleep {
     type Output = ();
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if Instant::now() >= self.deadline {
-            self.cancel_timer();
+        if let Some(key) = self.key {
+            // Registered: the timer says whether it fired; no clock read.
+            if with_timers(|t| t.update(key, cx.waker())) {
+                return Poll::Pending;
+            }
+            self.key = None;
             return Poll::Ready(());
         }
-        let deadline = self.deadline;
-        match self.key {
-            Some(key) => {
-                let live = with_current(|c| c.timers.borrow_mut().update(key, cx.waker()));
-                if !live {
-                    // Fired (the wake is how we got here) but the clock read above raced
-                    // with it: register again for the remaining time.
-                    self.key = Some(with_current(|c| {
-                        c.timers.borrow_mut().insert(deadline, cx.waker().clone())
-                    }));
-                }
-            }
-            None => {
-                self.key = Some(with_current(|c| {
-                    c.timers.borrow_mut().insert(deadline, cx.waker().clone())
-                }));
-            }
-        }
+        let now = Instant::now();
+        let deadline = match self.deadline {
+            Deadline::At(at) if at <= now => return Poll::Ready(()),
+            Deadline::At(at) => at,
+            Deadline::After(d) if d.is_zero() => return Poll::Ready(()),
+            Deadline::After(d) => now + d,
+        };
+        self.deadline = Deadline::At(deadline);
+        self.key = Some(with_timers(|t| t.insert(deadline, cx.waker().clone())));
         Poll::Pending
     }
 }
@@ -122,6 +150,14 @@ pub fn timeout<F: Future>(duration: Duration, fut: F) -> Timeout<F> {
 pub struct Timeout<F> {
     fut: F,
     sleep: Sleep,
+}
+
+impl<F> std::fmt::Debug for Timeout<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Timeout")
+            .field("sleep", &self.sleep)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<F: Future> Future for Timeout<F> {
@@ -185,5 +221,5 @@ impl Interval {
 
 /// Timers registered on the current core (for tests and metrics).
 pub fn pending_timers() -> usize {
-    with_current(|c| c.timers.borrow().len())
+    with_timers(|t| t.len())
 }

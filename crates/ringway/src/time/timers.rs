@@ -1,44 +1,128 @@
 //! The per-core timer structure.
 //!
-//! An ordered map from `(deadline, sequence)` to the waker to call. Insertion and
-//! removal are `O(log n)`; the earliest deadline is the first key, and it becomes the
-//! timeout of the driver's wait (no timerfd, no syscall of its own). A wheel would make
-//! insertion `O(1)`, but this map has kept up with every load measured so far; revisit it
-//! with a benchmark in hand.
+//! Timers live in a slab (their key is a slab index and a sequence number, so a stale
+//! key cannot reach the next timer in that slot) and are ordered by a binary min-heap of
+//! `(deadline, key)` items. The nearest deadline becomes the timeout of the driver's
+//! wait: no timerfd, no syscall of its own.
+//!
+//! The heap is lazy, because timers are mostly removed before they fire (a request's
+//! header timeout, say) and mostly moved later (a connection's idle deadline):
+//! - removing a timer frees its slab entry and leaves its heap item behind, dead; dead
+//!   items are skipped when they reach the top, and the heap is rebuilt from the live
+//!   items when the dead outnumber them, so it stays within about twice the live count;
+//! - moving a timer later only changes the entry's deadline: its heap item stays where
+//!   it was, and when it reaches the top the entry is pushed again at its real deadline.
+//!
+//! So the common cases cost a slab operation and a heap push that rarely sifts (a new
+//! deadline is usually the latest), with no allocation once the slab and heap have
+//! grown: no rebalancing tree per read.
 
-use std::collections::BTreeMap;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
 use std::task::Waker;
 use std::time::Instant;
 
-/// Key of a registered timer.
-pub(crate) type TimerKey = (Instant, u64);
+use slab::Slab;
 
-pub(crate) struct Timers {
-    map: BTreeMap<TimerKey, Waker>,
+/// Key of a registered timer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TimerKey {
+    index: u32,
     seq: u64,
 }
 
+struct Entry {
+    /// When it fires (may be later than its heap item's, see the module docs).
+    deadline: Instant,
+    waker: Waker,
+    /// Which timer this is (slab slots are reused).
+    seq: u64,
+    /// The sequence number of the heap item that stands for it; older items are dead.
+    item: u64,
+}
+
+/// A heap item; ordered so that `BinaryHeap` (a max-heap) yields the earliest first.
+struct Item {
+    deadline: Instant,
+    index: u32,
+    seq: u64,
+}
+
+impl PartialEq for Item {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Item {}
+impl PartialOrd for Item {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Item {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .deadline
+            .cmp(&self.deadline)
+            .then(other.seq.cmp(&self.seq))
+    }
+}
+
+pub(crate) struct Timers {
+    entries: Slab<Entry>,
+    heap: BinaryHeap<Item>,
+    /// Heap items that no longer stand for a live timer.
+    dead: usize,
+    seq: u64,
+}
+
+/// Below this many dead items the heap is never rebuilt.
+const MIN_DEAD_TO_COMPACT: usize = 64;
+
 impl Timers {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Timers {
-            map: BTreeMap::new(),
+            entries: Slab::new(),
+            heap: BinaryHeap::new(),
+            dead: 0,
             seq: 0,
         }
     }
 
-    pub fn insert(&mut self, at: Instant, waker: Waker) -> TimerKey {
+    fn next_seq(&mut self) -> u64 {
         self.seq += 1;
-        let key = (at, self.seq);
-        self.map.insert(key, waker);
-        key
+        self.seq
     }
 
-    /// Replaces the waker of a live timer; false if it already fired.
-    pub fn update(&mut self, key: TimerKey, waker: &Waker) -> bool {
-        match self.map.get_mut(&key) {
-            Some(w) => {
-                if !w.will_wake(waker) {
-                    *w = waker.clone();
+    /// Registers a timer that wakes `waker` at `deadline`.
+    pub(crate) fn insert(&mut self, deadline: Instant, waker: Waker) -> TimerKey {
+        let seq = self.next_seq();
+        let index = self.entries.insert(Entry {
+            deadline,
+            waker,
+            seq,
+            item: seq,
+        }) as u32;
+        self.heap.push(Item {
+            deadline,
+            index,
+            seq,
+        });
+        TimerKey { index, seq }
+    }
+
+    fn entry(&mut self, key: TimerKey) -> Option<&mut Entry> {
+        self.entries
+            .get_mut(key.index as usize)
+            .filter(|e| e.seq == key.seq)
+    }
+
+    /// Replaces the waker of a live timer; false if it has fired (or was removed).
+    pub(crate) fn update(&mut self, key: TimerKey, waker: &Waker) -> bool {
+        match self.entry(key) {
+            Some(e) => {
+                if !e.waker.will_wake(waker) {
+                    e.waker = waker.clone();
                 }
                 true
             }
@@ -46,23 +130,202 @@ impl Timers {
         }
     }
 
-    pub fn remove(&mut self, key: TimerKey) {
-        self.map.remove(&key);
+    /// True if the timer has neither fired nor been removed.
+    pub(crate) fn is_live(&self, key: TimerKey) -> bool {
+        self.entries
+            .get(key.index as usize)
+            .is_some_and(|e| e.seq == key.seq)
     }
 
-    /// Removes and returns the wakers due at `now`, and the next deadline after them.
-    pub fn take_due(&mut self, now: Instant) -> (Vec<Waker>, Option<Instant>) {
-        let mut due = Vec::new();
-        while let Some(entry) = self.map.first_entry() {
-            if entry.key().0 > now {
-                return (due, Some(entry.key().0));
-            }
-            due.push(entry.remove());
+    /// Moves a live timer to `deadline`; false if it has fired (or was removed). Later
+    /// is a store; earlier pushes a new heap item (the old one dies).
+    pub(crate) fn reset(&mut self, key: TimerKey, deadline: Instant) -> bool {
+        let seq = self.next_seq();
+        let Some(e) = self.entry(key) else {
+            return false;
+        };
+        let earlier = deadline < e.deadline;
+        e.deadline = deadline;
+        if earlier {
+            e.item = seq;
+            self.heap.push(Item {
+                deadline,
+                index: key.index,
+                seq,
+            });
+            self.dead += 1;
+            self.maybe_compact();
         }
-        (due, None)
+        true
     }
 
-    pub fn len(&self) -> usize {
-        self.map.len()
+    /// Removes a timer (no effect if it has fired).
+    pub(crate) fn remove(&mut self, key: TimerKey) {
+        if self.entry(key).is_some() {
+            self.entries.remove(key.index as usize);
+            self.dead += 1;
+            self.maybe_compact();
+        }
+    }
+
+    fn maybe_compact(&mut self) {
+        if self.dead < MIN_DEAD_TO_COMPACT || self.dead <= self.entries.len() {
+            return;
+        }
+        let entries = &self.entries;
+        let live = |it: &Item| {
+            entries
+                .get(it.index as usize)
+                .is_some_and(|e| e.item == it.seq)
+        };
+        let mut items = std::mem::take(&mut self.heap).into_vec();
+        items.retain(live);
+        self.heap = BinaryHeap::from(items);
+        self.dead = 0;
+    }
+
+    /// Moves the wakers of the timers due at `now` into `due` (the timers are gone) and
+    /// returns the deadline of the heap's next item: the next timer's, or earlier, if
+    /// that item is dead. Only items due by `now` are popped: a dead item still in the
+    /// future stays until it is due or a rebuild drops it, so removing a timer never costs
+    /// a pop, and at worst the driver wakes once, early, for a timer that is gone.
+    pub(crate) fn take_due(&mut self, now: Instant, due: &mut Vec<Waker>) -> Option<Instant> {
+        loop {
+            let top = self.heap.peek()?;
+            let (index, seq, at) = (top.index, top.seq, top.deadline);
+            if at > now {
+                return Some(at);
+            }
+            self.heap.pop();
+            let Some(e) = self.entries.get(index as usize).filter(|e| e.item == seq) else {
+                // A removed or moved timer's old item.
+                self.dead = self.dead.saturating_sub(1);
+                continue;
+            };
+            if e.deadline > now {
+                // Moved later: re-file it at its real deadline.
+                let deadline = e.deadline;
+                let seq = self.next_seq();
+                self.entries[index as usize].item = seq;
+                self.heap.push(Item {
+                    deadline,
+                    index,
+                    seq,
+                });
+                continue;
+            }
+            due.push(self.entries.remove(index as usize).waker);
+        }
+    }
+
+    /// Live timers.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// No live timer.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+    use std::sync::Arc;
+    use std::task::Wake;
+    use std::time::Duration;
+
+    struct Count(AtomicUsize);
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, AtomicOrdering::SeqCst);
+        }
+    }
+
+    fn waker() -> (Arc<Count>, Waker) {
+        let c = Arc::new(Count(AtomicUsize::new(0)));
+        (c.clone(), Waker::from(c))
+    }
+
+    #[test]
+    fn fires_in_deadline_order_and_reports_the_next() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut t = Timers::new();
+        let (a, wa) = waker();
+        let (b, wb) = waker();
+        t.insert(t0 + ms(20), wa);
+        t.insert(t0 + ms(10), wb);
+        let mut due = Vec::new();
+        assert_eq!(t.take_due(t0, &mut due), Some(t0 + ms(10)));
+        assert!(due.is_empty());
+        assert_eq!(t.take_due(t0 + ms(15), &mut due), Some(t0 + ms(20)));
+        due.drain(..).for_each(Waker::wake);
+        assert_eq!(
+            (
+                a.0.load(AtomicOrdering::SeqCst),
+                b.0.load(AtomicOrdering::SeqCst)
+            ),
+            (0, 1)
+        );
+        assert_eq!(t.take_due(t0 + ms(20), &mut due), None);
+        assert_eq!(due.len(), 1);
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn removed_and_moved_timers_keep_their_promises() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut t = Timers::new();
+        let (_, w) = waker();
+        let gone = t.insert(t0 + ms(5), w.clone());
+        let later = t.insert(t0 + ms(6), w.clone());
+        let earlier = t.insert(t0 + ms(50), w.clone());
+        t.remove(gone);
+        assert!(t.reset(later, t0 + ms(40)));
+        assert!(t.reset(earlier, t0 + ms(7)));
+        let mut due = Vec::new();
+        // The removed timer's item may still say 5 ms: at worst an early wake.
+        assert_eq!(t.take_due(t0, &mut due), Some(t0 + ms(5)));
+        assert!(due.is_empty());
+        assert_eq!(
+            t.take_due(t0 + ms(7), &mut due),
+            Some(t0 + ms(40)),
+            "the removed one is dropped, the one moved later re-filed"
+        );
+        assert_eq!(due.len(), 1, "only the one moved earlier fired");
+        assert!(!t.update(earlier, &w), "a fired timer is gone");
+        assert!(t.update(later, &w));
+        // The item left behind when `earlier` moved from 50 ms is dead but not due.
+        assert_eq!(t.take_due(t0 + ms(40), &mut due), Some(t0 + ms(50)));
+        assert_eq!(due.len(), 2);
+        assert_eq!(t.take_due(t0 + ms(50), &mut due), None);
+        assert_eq!(due.len(), 2, "a dead item wakes nobody");
+        assert!(!t.reset(later, t0), "a fired timer cannot be moved");
+    }
+
+    #[test]
+    fn the_heap_stays_bounded_under_churn() {
+        let t0 = Instant::now();
+        let mut t = Timers::new();
+        let (_, w) = waker();
+        let keep = t.insert(t0 + Duration::from_secs(3600), w.clone());
+        for i in 0..100_000u64 {
+            let k = t.insert(
+                t0 + Duration::from_secs(60) + Duration::from_nanos(i),
+                w.clone(),
+            );
+            t.remove(k);
+        }
+        assert_eq!(t.len(), 1);
+        assert!(
+            t.heap.len() <= 2 * MIN_DEAD_TO_COMPACT + 2,
+            "heap holds {} items",
+            t.heap.len()
+        );
+        assert!(t.update(keep, &w));
     }
 }

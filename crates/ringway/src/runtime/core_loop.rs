@@ -8,6 +8,7 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::future::Future;
+use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,7 +18,8 @@ use std::time::{Duration, Instant};
 
 use slab::Slab;
 
-use super::task::{JoinHandle, JoinState, TaskFuture, TaskHeader};
+use super::context::{try_with_core, Enter};
+use super::task::{JoinHandle, JoinState, Schedule, TaskFuture, TaskHeader};
 use crate::driver::{Driver, DriverWaker};
 use crate::time::Timers;
 
@@ -30,41 +32,90 @@ pub(crate) enum Remote {
 /// The part of a core other threads can reach.
 pub(crate) struct CoreShared {
     pub index: usize,
-    inject: Mutex<Vec<Remote>>,
+    /// What other threads sent; `None` once the core has shut down (what comes after is
+    /// dropped at once: a wake or spawn held here would keep the core's shared part, and
+    /// its eventfd, alive through the task's header forever).
+    inject: Mutex<Option<Vec<Remote>>>,
     has_inject: AtomicBool,
     pub waker: DriverWaker,
     pub shutdown: AtomicBool,
+    /// Every core of the runtime, for `Handle::current` (weak: the runtime owns them).
+    pub runtime: std::sync::OnceLock<std::sync::Weak<[Arc<CoreShared>]>>,
 }
 
 impl CoreShared {
-    pub fn new(index: usize, waker: DriverWaker) -> Arc<Self> {
+    pub(crate) fn new(index: usize, waker: DriverWaker) -> Arc<Self> {
         Arc::new(CoreShared {
             index,
-            inject: Mutex::new(Vec::new()),
+            inject: Mutex::new(Some(Vec::new())),
             has_inject: AtomicBool::new(false),
             waker,
             shutdown: AtomicBool::new(false),
+            runtime: std::sync::OnceLock::new(),
         })
     }
 
-    /// Queues `r` for this core and wakes its driver if it sleeps.
-    pub fn inject(&self, r: Remote) {
-        self.inject
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(r);
+    /// Queues `r` for this core and wakes its driver if it sleeps. After the core has
+    /// shut down, `r` is dropped (a spawn reports its task cancelled).
+    pub(crate) fn inject(&self, r: Remote) {
+        let refused = {
+            let mut queue = self.inject.lock().unwrap_or_else(|e| e.into_inner());
+            match queue.as_mut() {
+                Some(q) => {
+                    q.push(r);
+                    None
+                }
+                None => Some(r),
+            }
+        };
+        if refused.is_some() {
+            return; // dropped here, outside the lock
+        }
         self.has_inject.store(true, Ordering::SeqCst);
         self.waker.wake();
     }
 
     fn take_injected(&self, into: &mut Vec<Remote>) {
         if self.has_inject.swap(false, Ordering::SeqCst) {
-            into.append(&mut self.inject.lock().unwrap_or_else(|e| e.into_inner()));
+            if let Some(q) = self
+                .inject
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_mut()
+            {
+                into.append(q);
+            }
         }
+    }
+
+    /// Refuses everything from now on; returns what was queued.
+    fn close_inject(&self) -> Vec<Remote> {
+        self.inject
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .unwrap_or_default()
     }
 
     fn has_injected(&self) -> bool {
         self.has_inject.load(Ordering::SeqCst)
+    }
+}
+
+impl Schedule for CoreShared {
+    fn schedule(&self, task: &Arc<TaskHeader>) {
+        // On the task's own thread: straight to the run queue. Anywhere else: through
+        // the inject queue, which wakes the core if it sleeps.
+        let local = try_with_core(|core| {
+            let mine = std::ptr::eq(Arc::as_ptr(&core.shared), self);
+            if mine {
+                core.queue.borrow_mut().push_back(RunQueueEntry::of(task));
+            }
+            mine
+        });
+        if local != Some(true) {
+            self.inject(Remote::Wake(task.clone()));
+        }
     }
 }
 
@@ -80,58 +131,28 @@ struct TaskEntry {
 /// A run-queue entry: the task's slab key and its header's address. The address tells a
 /// stale entry (the task ended and its key was reused) from a live one; at worst an
 /// address reused by a new header costs one spurious poll, which futures tolerate.
-pub(crate) type Ready = (usize, usize);
+#[derive(Clone, Copy)]
+pub(crate) struct RunQueueEntry {
+    key: usize,
+    header: usize,
+}
 
-pub(crate) fn ready_of(h: &Arc<TaskHeader>) -> Ready {
-    (h.key.load(Ordering::Acquire), Arc::as_ptr(h) as usize)
+impl RunQueueEntry {
+    fn of(h: &Arc<TaskHeader>) -> Self {
+        RunQueueEntry {
+            key: h.key.load(Ordering::Acquire),
+            header: Arc::as_ptr(h) as usize,
+        }
+    }
 }
 
 /// A core: owned by one thread, never shared.
 pub(crate) struct Core {
-    pub shared: Arc<CoreShared>,
-    pub driver: RefCell<Driver>,
-    pub queue: RefCell<VecDeque<Ready>>,
+    pub(super) shared: Arc<CoreShared>,
+    pub(super) driver: RefCell<Driver>,
+    pub(super) timers: RefCell<Timers>,
+    queue: RefCell<VecDeque<RunQueueEntry>>,
     tasks: RefCell<Slab<TaskEntry>>,
-    pub timers: RefCell<Timers>,
-}
-
-thread_local! {
-    static CURRENT: RefCell<Option<Rc<Core>>> = const { RefCell::new(None) };
-}
-
-/// Runs `f` with this thread's core; panics with a clear message outside a runtime.
-pub(crate) fn with_current<R>(f: impl FnOnce(&Core) -> R) -> R {
-    try_with_current(f).expect(
-        "no ringway runtime on this thread: call this from inside Runtime::block_on, \
-         a task spawned on a ringway runtime, or #[ringway::main]",
-    )
-}
-
-/// Runs `f` with this thread's core, if there is one.
-pub(crate) fn try_with_current<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
-    CURRENT
-        .try_with(|c| c.borrow().as_ref().map(|core| f(core)))
-        .ok()
-        .flatten()
-}
-
-/// Makes `core` this thread's current core until the guard drops.
-pub(crate) struct Enter {
-    prev: Option<Rc<Core>>,
-}
-
-impl Enter {
-    pub fn new(core: Rc<Core>) -> Enter {
-        let prev = CURRENT.with(|c| c.borrow_mut().replace(core));
-        Enter { prev }
-    }
-}
-
-impl Drop for Enter {
-    fn drop(&mut self) {
-        let prev = self.prev.take();
-        let _ = CURRENT.try_with(|c| *c.borrow_mut() = prev);
-    }
 }
 
 /// Wakes `block_on`'s own future.
@@ -154,8 +175,11 @@ impl Wake for MainWaker {
 /// tasks from starving completions and timers.
 const TASKS_PER_TURN: usize = 256;
 
+/// How many turns in a row the driver may fail before the core gives up.
+const DRIVER_FAILURES_TOLERATED: u32 = 100;
+
 impl Core {
-    pub fn new(shared: Arc<CoreShared>, driver: Driver) -> Rc<Core> {
+    pub(crate) fn new(shared: Arc<CoreShared>, driver: Driver) -> Rc<Core> {
         Rc::new(Core {
             shared,
             driver: RefCell::new(driver),
@@ -166,7 +190,7 @@ impl Core {
     }
 
     /// Spawns a `!Send` task on this core.
-    pub fn spawn<F>(&self, fut: F) -> JoinHandle<F::Output>
+    pub(crate) fn spawn<F>(&self, fut: F) -> JoinHandle<F::Output>
     where
         F: Future + 'static,
         F::Output: 'static,
@@ -179,8 +203,12 @@ impl Core {
 
     /// Places a task whose header and join state already exist (cross-core spawns
     /// create them on the spawning thread).
-    pub fn spawn_with<F>(&self, fut: F, state: Arc<JoinState<F::Output>>, header: Arc<TaskHeader>)
-    where
+    pub(crate) fn spawn_with<F>(
+        &self,
+        fut: F,
+        state: Arc<JoinState<F::Output>>,
+        header: Arc<TaskHeader>,
+    ) where
         F: Future + 'static,
         F::Output: 'static,
     {
@@ -193,7 +221,7 @@ impl Core {
         let entry = tasks.vacant_entry();
         header.key.store(entry.key(), Ordering::Release);
         header.notified.store(true, Ordering::Release);
-        let ready = ready_of(&header);
+        let ready = RunQueueEntry::of(&header);
         entry.insert(TaskEntry {
             waker: Some(Waker::from(header.clone())),
             header,
@@ -203,7 +231,7 @@ impl Core {
     }
 
     /// Tasks alive on this core.
-    pub fn task_count(&self) -> usize {
+    pub(crate) fn task_count(&self) -> usize {
         self.tasks.borrow().len()
     }
 
@@ -218,11 +246,11 @@ impl Core {
         !self.queue.borrow().is_empty()
     }
 
-    fn run_task(&self, (key, id): Ready) {
+    fn run_task(&self, ready: RunQueueEntry) {
         let taken = {
             let mut tasks = self.tasks.borrow_mut();
-            match tasks.get_mut(key) {
-                Some(e) if Arc::as_ptr(&e.header) as usize == id => {
+            match tasks.get_mut(ready.key) {
+                Some(e) if Arc::as_ptr(&e.header) as usize == ready.header => {
                     // Clear before polling, so a wake during the poll queues it again.
                     e.header.notified.store(false, Ordering::Release);
                     let cancelled = e.header.cancelled.load(Ordering::Acquire);
@@ -238,7 +266,7 @@ impl Core {
             return;
         };
         if cancelled {
-            let entry = self.tasks.borrow_mut().remove(key);
+            let entry = self.tasks.borrow_mut().remove(ready.key);
             drop(entry);
             drop(future); // reports Cancelled, cancels the task's I/O
             return;
@@ -246,12 +274,12 @@ impl Core {
         let mut cx = Context::from_waker(&waker);
         match future.as_mut().poll(&mut cx) {
             Poll::Ready(()) => {
-                let entry = self.tasks.borrow_mut().remove(key);
+                let entry = self.tasks.borrow_mut().remove(ready.key);
                 drop(entry);
                 drop(future);
             }
             Poll::Pending => {
-                if let Some(e) = self.tasks.borrow_mut().get_mut(key) {
+                if let Some(e) = self.tasks.borrow_mut().get_mut(ready.key) {
                     e.future = Some(future);
                     e.waker = Some(waker);
                 }
@@ -263,16 +291,22 @@ impl Core {
         self.shared.take_injected(scratch);
         for r in scratch.drain(..) {
             match r {
-                Remote::Wake(h) => self.queue.borrow_mut().push_back(ready_of(&h)),
+                Remote::Wake(h) => self.queue.borrow_mut().push_back(RunQueueEntry::of(&h)),
                 Remote::Spawn(f) => f(),
             }
         }
     }
 
-    fn fire_timers(&self) -> Option<Instant> {
-        let now = Instant::now();
-        let (due, next) = self.timers.borrow_mut().take_due(now);
-        for w in due {
+    /// Wakes the tasks whose timers are due; returns the next deadline.
+    fn fire_timers(&self, due: &mut Vec<Waker>) -> Option<Instant> {
+        let next = {
+            let mut timers = self.timers.borrow_mut();
+            if timers.is_empty() {
+                return None;
+            }
+            timers.take_due(Instant::now(), due)
+        };
+        for w in due.drain(..) {
             w.wake();
         }
         next
@@ -280,10 +314,10 @@ impl Core {
 
     /// One loop turn. `ready_outside` says the caller has work of its own waiting (the
     /// `block_on` future was woken), so the driver must not sleep.
-    fn turn(&self, scratch: &mut Vec<Remote>, ready_outside: &dyn Fn() -> bool) {
+    fn turn(&self, scratch: &mut Scratch, ready_outside: &dyn Fn() -> bool) -> io::Result<()> {
         let more = self.run_tasks();
-        self.take_remote(scratch);
-        let next_timer = self.fire_timers();
+        self.take_remote(&mut scratch.remote);
+        let next_timer = self.fire_timers(&mut scratch.due);
         let busy = more || !self.queue.borrow().is_empty() || ready_outside();
         let timeout = if busy {
             Some(Duration::ZERO)
@@ -310,14 +344,36 @@ impl Core {
         if sleeping {
             waker.set_sleeping(false);
         }
-        if let Err(e) = res {
-            tracing::error!(error = %e, "driver turn failed");
-            std::thread::sleep(Duration::from_millis(1));
+        match res {
+            Ok(()) => {
+                scratch.failures = 0;
+                Ok(())
+            }
+            Err(e) => {
+                scratch.failures += 1;
+                tracing::error!(error = %e, failures = scratch.failures, "driver turn failed");
+                if scratch.failures >= DRIVER_FAILURES_TOLERATED {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!(
+                            "the driver failed {} turns in a row; last error: {e}",
+                            scratch.failures
+                        ),
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(1));
+                Ok(())
+            }
         }
     }
 
     /// Runs the loop until `fut` completes.
-    pub fn block_on<F: Future>(self: &Rc<Self>, fut: F) -> F::Output {
+    ///
+    /// # Panics
+    ///
+    /// If the driver fails turn after turn (its ring or epoll instance is broken): the
+    /// core cannot make progress, and waiting forever would hide it.
+    pub(crate) fn block_on<F: Future>(self: &Rc<Self>, fut: F) -> F::Output {
         let _enter = Enter::new(self.clone());
         let main = Arc::new(MainWaker {
             woken: AtomicBool::new(true),
@@ -326,29 +382,33 @@ impl Core {
         let waker = Waker::from(main.clone());
         let mut cx = Context::from_waker(&waker);
         let mut fut = std::pin::pin!(fut);
-        let mut scratch = Vec::new();
+        let mut scratch = Scratch::default();
         loop {
             if main.woken.swap(false, Ordering::SeqCst) {
                 if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
                     return v;
                 }
             }
-            self.turn(&mut scratch, &|| main.woken.load(Ordering::SeqCst));
+            if let Err(e) = self.turn(&mut scratch, &|| main.woken.load(Ordering::SeqCst)) {
+                panic!("ringway core {}: {e}", self.shared.index);
+            }
         }
     }
 
-    /// Runs the loop until the core is told to shut down (worker threads).
-    pub fn run_until_shutdown(self: &Rc<Self>) {
+    /// Runs the loop until the core is told to shut down (worker threads). An error is
+    /// a driver that cannot make progress.
+    pub(crate) fn run_until_shutdown(self: &Rc<Self>) -> io::Result<()> {
         let _enter = Enter::new(self.clone());
-        let mut scratch = Vec::new();
+        let mut scratch = Scratch::default();
         while !self.shared.shutdown.load(Ordering::SeqCst) {
-            self.turn(&mut scratch, &|| false);
+            self.turn(&mut scratch, &|| false)?;
         }
+        Ok(())
     }
 
     /// Drops every task (on this thread, with this core current, so their I/O is
     /// cancelled properly), then cancels and reaps what I/O is left.
-    pub fn shutdown(self: &Rc<Self>) {
+    pub(crate) fn shutdown(self: &Rc<Self>) {
         let _enter = Enter::new(self.clone());
         loop {
             let entries: Vec<TaskEntry> = self.tasks.borrow_mut().drain().collect();
@@ -359,9 +419,17 @@ impl Core {
             drop(entries);
         }
         self.queue.borrow_mut().clear();
-        let mut scratch = Vec::new();
-        self.shared.take_injected(&mut scratch);
-        drop(scratch);
+        // Spawns that never ran report cancelled; wakes are moot.
+        drop(self.shared.close_inject());
         self.driver.borrow_mut().shutdown(Duration::from_secs(2));
     }
+}
+
+/// What a core's loop reuses from turn to turn.
+#[derive(Default)]
+struct Scratch {
+    remote: Vec<Remote>,
+    due: Vec<Waker>,
+    /// Driver turns failed in a row.
+    failures: u32,
 }

@@ -1,0 +1,387 @@
+//! The epoll backend: completion semantics on top of readiness.
+//!
+//! Each fd is registered once, edge-triggered, for reading and writing (mio's model), the
+//! first time an operation names it, and deregistered when the runtime closes it. Per fd
+//! we keep two readiness bits and two queues of parked operations. An operation is tried
+//! at once if its direction is believed ready; `EAGAIN` clears the bit and parks it; an
+//! edge from `epoll_wait` sets the bit again and retries the parked operations in order.
+//! A short read clears the bit too (the socket was drained), which saves the `EAGAIN`
+//! syscall on the next read: the same trick tokio uses, so the two make the same number
+//! of syscalls per message.
+//!
+//! How each op is tried is the op's own business (`EpollOp` in `driver::op`); this file
+//! owns the readiness bookkeeping and what a try means for the operation's life.
+//! Operations without readiness (files, open, close) run at submit. Timeouts of
+//! operations are driver deadlines folded into the `epoll_wait` timeout: no timerfd.
+
+mod fd_state;
+mod sys;
+
+use std::collections::BTreeMap;
+use std::io;
+use std::os::fd::{OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+use super::op::{AfterEnd, Attempt, EpollOp, Op, OpKind, Readiness};
+use super::starved::Starved;
+use super::table::SlotState;
+use super::{Completion, Delivery, DriverWaker, OpId, RawAddr};
+use crate::buf::BufferPool;
+use fd_state::{Direction, FdState};
+
+const WAKE_KEY: u64 = u64::MAX;
+
+/// One operation's epoll-only state, by slot index.
+pub(crate) struct EpollOpState {
+    /// An address the op reads (`Connect`, `SendTo`), copied at submission.
+    pub addr: RawAddr,
+    /// A non-blocking connect is under way: the next try reads its outcome.
+    pub connecting: bool,
+    /// When the operation's timeout fires.
+    deadline: Option<Instant>,
+}
+
+impl EpollOpState {
+    fn new() -> Self {
+        EpollOpState {
+            addr: RawAddr::empty(),
+            connecting: false,
+            deadline: None,
+        }
+    }
+}
+
+pub(crate) struct Epoll {
+    epfd: OwnedFd,
+    wake_fd: RawFd,
+    events: Vec<libc::epoll_event>,
+    fds: Vec<Option<FdState>>,
+    ops: Vec<EpollOpState>,
+    deadlines: BTreeMap<(Instant, u32), OpId>,
+    starved: Starved,
+    rearm: Vec<OpId>,
+    /// The state handed to ops run by `try_at_once` (they read none of it).
+    spare: EpollOpState,
+}
+
+impl Epoll {
+    pub(crate) fn new(waker: &DriverWaker) -> io::Result<Self> {
+        let epfd = sys::create()?;
+        sys::add(
+            &epfd,
+            waker.raw_fd(),
+            libc::EPOLLIN | libc::EPOLLET,
+            WAKE_KEY,
+        )?;
+        Ok(Epoll {
+            epfd,
+            wake_fd: waker.raw_fd(),
+            events: vec![libc::epoll_event { events: 0, u64: 0 }; 1024],
+            fds: Vec::new(),
+            ops: Vec::new(),
+            deadlines: BTreeMap::new(),
+            starved: Starved::default(),
+            rearm: Vec::new(),
+            spare: EpollOpState::new(),
+        })
+    }
+
+    fn fd_state(&mut self, fd: RawFd) -> &mut FdState {
+        let i = fd as usize;
+        if self.fds.len() <= i {
+            self.fds.resize_with(i + 1, || None);
+        }
+        self.fds[i].get_or_insert_with(FdState::new)
+    }
+
+    fn op_state(&mut self, index: u32) -> &mut EpollOpState {
+        let i = index as usize;
+        if self.ops.len() <= i {
+            self.ops.resize_with(i + 1, EpollOpState::new);
+        }
+        &mut self.ops[i]
+    }
+
+    /// Registers `fd` the first time an operation names it.
+    fn register(&mut self, fd: RawFd) -> io::Result<()> {
+        if self.fd_state(fd).registered {
+            return Ok(());
+        }
+        let interest = libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET;
+        match sys::add(&self.epfd, fd, interest, fd as u64) {
+            // Registered by an earlier life of this fd number that nobody forgot.
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                sys::modify(&self.epfd, fd, interest, fd as u64)?
+            }
+            r => r?,
+        }
+        self.fd_state(fd).registered = true;
+        Ok(())
+    }
+
+    /// Runs a single-shot op at once, without a slot, if its fd is known to be ready in
+    /// its direction and nothing is parked there before it: the one syscall it needs,
+    /// as readiness I/O would do. `None` if it must take the ordinary way (not ready,
+    /// would block, or an op with state of its own: an address, a timeout, many
+    /// completions).
+    ///
+    /// # Safety
+    ///
+    /// The op's pointers are valid for the call.
+    pub(crate) unsafe fn try_at_once(&mut self, op: &Op, pool: &BufferPool) -> Option<Completion> {
+        let (fd, dir) = match op.readiness() {
+            Readiness::Read(fd) => (fd, Direction::Read),
+            Readiness::Write(fd) => (fd, Direction::Write),
+            Readiness::None => return None,
+        };
+        if op.is_multishot() || op.input_addr().is_some() {
+            return None;
+        }
+        let st = self.fds.get_mut(fd as usize)?.as_mut()?;
+        if !st.registered || !st.ready(dir) || !st.queue(dir).is_empty() {
+            return None;
+        }
+        // SAFETY: the caller's promise; `spare` is state no op of this kind reads.
+        match unsafe { op.attempt(&mut self.spare, pool) } {
+            Attempt::Blocked => {
+                st.set_ready(dir, false);
+                None
+            }
+            Attempt::Done { c, drained } => {
+                if drained {
+                    st.set_ready(dir, false);
+                }
+                Some(c)
+            }
+        }
+    }
+
+    pub(crate) fn start(&mut self, d: &mut Delivery<'_>, id: OpId) {
+        let slot = d.table.get_mut(id).expect("start of a live op");
+        let (op, timeout) = (slot.op, slot.timeout);
+        let state = self.op_state(id.index);
+        state.connecting = false;
+        if let Some(addr) = op.input_addr() {
+            // SAFETY: the submitter guarantees `addr` is valid during submission.
+            state.addr = unsafe { *addr };
+        }
+        if let Some(t) = timeout {
+            let at = Instant::now() + t;
+            state.deadline = Some(at);
+            self.deadlines.insert((at, id.index), id);
+        }
+        let (fd, dir) = match op.readiness() {
+            Readiness::None => {
+                // SAFETY: the submitter's promise for the op's pointers, held until the
+                // final completion, which this is.
+                let attempt = unsafe { op.attempt(self.op_state(id.index), d.pool) };
+                let c = match attempt {
+                    Attempt::Done { c, .. } => c,
+                    Attempt::Blocked => Completion::new(-libc::EAGAIN),
+                };
+                self.finish(d, id, c);
+                return;
+            }
+            Readiness::Read(fd) => (fd, Direction::Read),
+            Readiness::Write(fd) => (fd, Direction::Write),
+        };
+        if let Err(e) = self.register(fd) {
+            // epoll refuses this fd (a regular file, say): the op cannot wait for it.
+            let errno = e.raw_os_error().unwrap_or(libc::EIO);
+            self.finish(d, id, Completion::new(-errno));
+            return;
+        }
+        let st = self.fd_state(fd);
+        let queue = st.queue(dir);
+        queue.push_back(id);
+        if st.ready(dir) && st.queue(dir).len() == 1 {
+            self.run_queue(d, fd, dir);
+        }
+    }
+
+    /// Delivers a final completion and forgets the operation's deadline.
+    fn finish(&mut self, d: &mut Delivery<'_>, id: OpId, c: Completion) {
+        if let Some(at) = self.op_state(id.index).deadline.take() {
+            self.deadlines.remove(&(at, id.index));
+        }
+        d.deliver(id, c, true);
+    }
+
+    /// Retries the parked operations of one direction of `fd`, in order, until one
+    /// would block.
+    fn run_queue(&mut self, d: &mut Delivery<'_>, fd: RawFd, dir: Direction) {
+        loop {
+            let Some(&id) = self.fd_state(fd).queue(dir).front() else {
+                return;
+            };
+            let Some(slot) = d.table.get_mut(id) else {
+                self.fd_state(fd).queue(dir).pop_front();
+                continue;
+            };
+            if slot.state == SlotState::Orphaned || slot.done {
+                self.fd_state(fd).queue(dir).pop_front();
+                continue;
+            }
+            if slot.starved {
+                // Parked on an empty pool: an edge changes nothing until a buffer comes
+                // back (`turn` retries it then), and nothing behind it may go first.
+                return;
+            }
+            let (op, multishot) = (slot.op, slot.multishot);
+            let wants_more = slot.state == SlotState::Owned && !slot.cancel_requested;
+            // SAFETY: the submitter's promise for the op's pointers, held until the
+            // final completion, which has not come yet (`done` is false).
+            let attempt = unsafe { op.attempt(self.op_state(id.index), d.pool) };
+            let (c, drained) = match attempt {
+                Attempt::Blocked => {
+                    self.fd_state(fd).set_ready(dir, false);
+                    return;
+                }
+                Attempt::Done { c, drained } => (c, drained),
+            };
+            let mut last = !multishot || op.ends(c.result);
+            if multishot && last && wants_more {
+                match op.after_end(c.result) {
+                    AfterEnd::AwaitBuffer => {
+                        // Stays first in the queue: it is retried from there once a
+                        // buffer comes back.
+                        if let Some(slot) = d.table.get_mut(id) {
+                            slot.starved = true;
+                        }
+                        self.starved.park(id);
+                        d.stats.pool_starved += 1;
+                        return;
+                    }
+                    AfterEnd::Rearm => last = false,
+                    AfterEnd::Finish => {}
+                }
+            }
+            if last {
+                self.fd_state(fd).queue(dir).pop_front();
+                self.finish(d, id, c);
+            } else {
+                d.deliver(id, c, false);
+            }
+            if op.once_per_edge() {
+                self.fd_state(fd).set_ready(dir, false);
+                return;
+            }
+            if drained {
+                // A closed direction stays ready (`set_ready`): then go on, so that a
+                // multishot receive still parked here reads the end of stream now. No
+                // edge will come for it: the one that said RDHUP is gone.
+                let st = self.fd_state(fd);
+                st.set_ready(dir, false);
+                if !st.ready(dir) {
+                    return;
+                }
+            }
+        }
+    }
+
+    pub(crate) fn cancel(&mut self, d: &mut Delivery<'_>, id: OpId) {
+        self.end_with(d, id, -libc::ECANCELED);
+    }
+
+    /// Takes a parked operation out of its queue and completes it with `result`.
+    fn end_with(&mut self, d: &mut Delivery<'_>, id: OpId, result: i32) {
+        let Some(slot) = d.table.get_mut(id) else {
+            return;
+        };
+        if slot.done {
+            return;
+        }
+        slot.starved = false;
+        let Some(fd) = slot.op.fd() else { return };
+        self.starved.forget(id);
+        if let Some(Some(st)) = self.fds.get_mut(fd as usize) {
+            st.forget(id);
+        }
+        self.finish(d, id, Completion::new(result));
+    }
+
+    pub(crate) fn forget_fd(&mut self, d: &mut Delivery<'_>, fd: RawFd) -> io::Result<()> {
+        let Some(Some(st)) = self.fds.get_mut(fd as usize).map(Option::take) else {
+            return Ok(());
+        };
+        let removed = if st.registered {
+            sys::delete(&self.epfd, fd)
+        } else {
+            Ok(())
+        };
+        for id in st.into_parked() {
+            if d.table.get_mut(id).is_some_and(|s| !s.done) {
+                self.starved.forget(id);
+                self.finish(d, id, Completion::new(-libc::ECANCELED));
+            }
+        }
+        removed
+    }
+
+    pub(crate) fn turn(
+        &mut self,
+        d: &mut Delivery<'_>,
+        timeout: Option<Duration>,
+    ) -> io::Result<()> {
+        let mut timeout = timeout;
+        let mut rearm = std::mem::take(&mut self.rearm);
+        self.starved.take_rearmable(d.pool, &mut rearm);
+        if !rearm.is_empty() {
+            // The receives that get a buffer wake their tasks, after the executor chose
+            // to sleep: do not block in this wait, or those tasks (and the buffers they
+            // would return) sit in the run queue until an unrelated event comes.
+            timeout = Some(Duration::ZERO);
+        }
+        for id in rearm.drain(..) {
+            let Some(slot) = d.table.get_mut(id) else {
+                continue;
+            };
+            slot.starved = false;
+            d.stats.pool_resumed += 1;
+            if let Some(fd) = slot.op.fd() {
+                self.run_queue(d, fd, Direction::Read);
+            }
+        }
+        self.rearm = rearm;
+        if !d.deferred.is_empty() {
+            timeout = Some(Duration::ZERO);
+        }
+        if let Some((&(at, _), _)) = self.deadlines.first_key_value() {
+            let until = at.saturating_duration_since(Instant::now());
+            timeout = Some(timeout.map_or(until, |t| t.min(until)));
+        }
+        d.stats.enters += 1;
+        let n = sys::wait(&self.epfd, &mut self.events, timeout)?;
+        for i in 0..n {
+            let ev = self.events[i];
+            d.stats.completions += 1;
+            if ev.u64 == WAKE_KEY {
+                sys::drain_eventfd(self.wake_fd);
+                continue;
+            }
+            let fd = ev.u64 as RawFd;
+            let (readable, writable) = self.fd_state(fd).on_event(ev.events as i32);
+            if readable {
+                self.run_queue(d, fd, Direction::Read);
+            }
+            if writable {
+                self.run_queue(d, fd, Direction::Write);
+            }
+        }
+        if n == self.events.len() {
+            let grown = self.events.len() * 2;
+            self.events
+                .resize(grown, libc::epoll_event { events: 0, u64: 0 });
+        }
+        let now = Instant::now();
+        while let Some((&(at, index), &id)) = self.deadlines.first_key_value() {
+            if at > now {
+                break;
+            }
+            self.deadlines.remove(&(at, index));
+            self.op_state(index).deadline = None;
+            self.end_with(d, id, -libc::ETIMEDOUT);
+        }
+        Ok(())
+    }
+}

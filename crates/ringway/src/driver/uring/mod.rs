@@ -1,0 +1,436 @@
+//! The io_uring backend.
+//!
+//! One ring per core, set up by [`probe`](super::probe) with the best flags the kernel
+//! takes. Each turn is exactly one `io_uring_enter`: it submits every queued SQE and
+//! waits (with the next deadline as an `EXT_ARG` timeout) in the same call. The only
+//! other enters happen when the submission queue is full (we flush it to make room) or
+//! the completion queue overflowed (we drain the kernel's backlog).
+//!
+//! `user_data` is the slot's [`OpId`]; values with the slot index `u32::MAX` are the
+//! driver's own: the wake-up read on the eventfd, cancels and linked timeouts, whose
+//! completions need no routing.
+//!
+//! How each op becomes an SQE is the op's own business (`UringOp` in `driver::op`);
+//! this file owns the ring, the order of submission, and what a CQE means for the
+//! operation's life (final or not, re-armed, parked on an empty pool).
+
+mod scratch;
+
+pub(crate) use scratch::UringScratch;
+
+use std::io;
+use std::os::fd::RawFd;
+use std::time::Duration;
+
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+
+use super::op::{AfterEnd, Op, OpKind, UringOp};
+use super::starved::Starved;
+use super::table::{Notify, OpTable, SlotState};
+use super::{Completion, Delivery, OpId};
+use scratch::ScratchPages;
+
+const INTERNAL: u64 = u32::MAX as u64;
+const WAKE_UD: u64 = (1 << 32) | INTERNAL;
+const CANCEL_UD: u64 = (2 << 32) | INTERNAL;
+const TIMEOUT_UD: u64 = (3 << 32) | INTERNAL;
+
+/// The buffer group id of the core's provided-buffer ring.
+pub(crate) const BGID: u16 = 0;
+
+/// `IORING_ENTER_GETEVENTS` from the kernel ABI (the io-uring crate keeps its constant
+/// private).
+const ENTER_GETEVENTS: u32 = 1;
+
+/// What every op's SQE may depend on besides the op: the ring's settings.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct UringEnv {
+    /// The provided-buffer ring's group id.
+    pub bgid: u16,
+    /// The size of each provided buffer.
+    pub buf_size: u32,
+    /// Sends of at least this many bytes use `SEND_ZC` (`usize::MAX`: never).
+    pub send_zc_min: usize,
+}
+
+pub(crate) struct Uring {
+    ring: IoUring,
+    env: UringEnv,
+    wake_fd: RawFd,
+    /// The eventfd counter is read into here. Leaked on purpose (8 bytes per ring): the
+    /// read is always in flight, and a wake from another thread racing with the ring's
+    /// teardown could still complete it after the driver is gone.
+    wake_buf: &'static mut u64,
+    /// Kernel-visible memory of each operation, by slot index.
+    scratch: ScratchPages,
+    /// Multishot receives parked on an empty pool.
+    starved: Starved,
+    /// Operations started since the last enter. Their SQEs are built and pushed just
+    /// before the enter, so that one cancelled in between never reaches the kernel:
+    /// once in the SQ it would run in the same batch as (and ahead of) its
+    /// `ASYNC_CANCEL`, and an accept or receive dropped right after its first poll would
+    /// take a connection or bytes from the backlog that the next operation on the
+    /// socket should get (the driver can only close or discard them).
+    unsubmitted: Vec<OpId>,
+    /// Parked receives being re-armed this turn (kept for its capacity).
+    rearm: Vec<OpId>,
+    /// CQEs copied out of the completion queue, so dispatching them may submit.
+    cqes: Vec<(u64, i32, u32)>,
+    /// Counted here (push has no stats at hand) and folded into the stats each turn.
+    sq_full_flushes: u64,
+}
+
+impl Uring {
+    pub(crate) fn new(ring: IoUring, wake_fd: RawFd, env: UringEnv) -> Self {
+        let mut u = Uring {
+            ring,
+            env,
+            wake_fd,
+            wake_buf: Box::leak(Box::new(0)),
+            scratch: ScratchPages::default(),
+            starved: Starved::default(),
+            unsubmitted: Vec::new(),
+            rearm: Vec::new(),
+            cqes: Vec::with_capacity(256),
+            sq_full_flushes: 0,
+        };
+        u.arm_wake();
+        u
+    }
+
+    fn arm_wake(&mut self) {
+        let sqe = opcode::Read::new(
+            types::Fd(self.wake_fd),
+            (self.wake_buf as *mut u64).cast::<u8>(),
+            8,
+        )
+        .build()
+        .user_data(WAKE_UD);
+        self.push(sqe);
+    }
+
+    fn push(&mut self, sqe: squeue::Entry) {
+        let (submitter, mut sq, _) = self.ring.split();
+        push_into(&submitter, &mut sq, &sqe, &mut self.sq_full_flushes);
+    }
+
+    /// Starts a newly submitted operation: its input address is copied now (the
+    /// caller's may not outlive the submit), its SQE goes with the next enter.
+    pub(crate) fn start(&mut self, table: &mut OpTable, id: OpId) {
+        let Some(slot) = table.get_mut(id) else {
+            return;
+        };
+        if self.env.send_zc_min != usize::MAX {
+            self.scratch.get(id.index).plain_send = false;
+        }
+        if let Some(addr) = slot.op.input_addr() {
+            // SAFETY: the submitter guarantees `addr` is valid during submission.
+            self.scratch.get(id.index).addr = unsafe { *addr };
+        }
+        self.unsubmitted.push(id);
+    }
+
+    /// Starts an operation again (a multishot op the kernel ended, a send that must
+    /// retry without zero-copy); its SQE goes with the next enter.
+    fn restart(&mut self, d: &mut Delivery<'_>, id: OpId) {
+        if let Some(slot) = d.table.get_mut(id) {
+            slot.starved = false;
+            self.unsubmitted.push(id);
+        }
+    }
+
+    /// Pushes the SQEs of the operations started since the last enter, through one view
+    /// of the submission queue (each view reads the kernel's head; one per batch).
+    fn push_unsubmitted(&mut self, d: &mut Delivery<'_>) {
+        if self.unsubmitted.is_empty() {
+            return;
+        }
+        let env = self.env;
+        let (submitter, mut sq, _) = self.ring.split();
+        for &id in &self.unsubmitted {
+            let Some(slot) = d.table.get_mut(id) else {
+                continue;
+            };
+            if slot.done {
+                continue;
+            }
+            let scratch = self.scratch.get(id.index);
+            let entry = slot.op.sqe(scratch, &env).user_data(id.to_user_data());
+            let Some(t) = slot.timeout else {
+                push_into(&submitter, &mut sq, &entry, &mut self.sq_full_flushes);
+                continue;
+            };
+            scratch.timeout = types::Timespec::new()
+                .sec(t.as_secs())
+                .nsec(t.subsec_nanos());
+            let ts: *const types::Timespec = &scratch.timeout;
+            // SAFETY: the timespec lives in the op's scratch, in stable pages, until the
+            // final CQE.
+            let link = opcode::LinkTimeout::new(unsafe { &*ts })
+                .build()
+                .user_data(TIMEOUT_UD);
+            // Both must sit in the SQ together, in order.
+            if sq.capacity() - sq.len() < 2 {
+                flush_full(&submitter, &mut sq, &mut self.sq_full_flushes);
+            }
+            push_into(
+                &submitter,
+                &mut sq,
+                &entry.flags(squeue::Flags::IO_LINK),
+                &mut self.sq_full_flushes,
+            );
+            push_into(&submitter, &mut sq, &link, &mut self.sq_full_flushes);
+        }
+        self.unsubmitted.clear();
+    }
+
+    pub(crate) fn cancel(&mut self, d: &mut Delivery<'_>, id: OpId) {
+        if let Some(pos) = self.unsubmitted.iter().position(|s| *s == id) {
+            // Never handed to the kernel, and now it never will be: it ends here, with
+            // nothing done (see `unsubmitted`).
+            self.unsubmitted.remove(pos);
+            d.deliver(id, Completion::new(-libc::ECANCELED), true);
+            return;
+        }
+        if self.starved.forget(id) {
+            // Not in the kernel at all: nothing to cancel there. It ends on the next
+            // turn, via a NOP carrying the op's own user_data (`dispatch` sees `starved`).
+            let sqe = opcode::Nop::new().build().user_data(id.to_user_data());
+            self.push(sqe);
+            return;
+        }
+        let sqe = opcode::AsyncCancel::new(id.to_user_data())
+            .build()
+            .user_data(CANCEL_UD);
+        self.push(sqe);
+    }
+
+    pub(crate) fn turn(
+        &mut self,
+        d: &mut Delivery<'_>,
+        timeout: Option<Duration>,
+    ) -> io::Result<()> {
+        let mut rearm = std::mem::take(&mut self.rearm);
+        self.starved.take_rearmable(d.pool, &mut rearm);
+        for id in rearm.drain(..) {
+            d.stats.pool_resumed += 1;
+            self.restart(d, id);
+        }
+        self.rearm = rearm;
+        self.push_unsubmitted(d);
+        d.stats.enters += 1;
+        let res = match timeout {
+            Some(t) if t.is_zero() => {
+                let to_submit = self.ring.submission().len() as u32;
+                // SAFETY: no argument pointer; GETEVENTS runs deferred task work so the
+                // completions that are ready get posted, without waiting for any.
+                unsafe {
+                    self.ring.submitter().enter::<libc::sigset_t>(
+                        to_submit,
+                        0,
+                        ENTER_GETEVENTS,
+                        None,
+                    )
+                }
+            }
+            Some(t) => {
+                let ts = types::Timespec::new()
+                    .sec(t.as_secs())
+                    .nsec(t.subsec_nanos());
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.ring.submitter().submit_with_args(1, &args)
+            }
+            None => self.ring.submit_and_wait(1),
+        };
+        if let Err(e) = res {
+            match e.raw_os_error() {
+                Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN) => {}
+                _ => return Err(e),
+            }
+        }
+        self.reap(d);
+        d.stats.sq_full_flushes += std::mem::take(&mut self.sq_full_flushes);
+        // The kernel kept CQEs that did not fit: flush and reap them too.
+        while self.ring.submission().cq_overflow() {
+            d.stats.cq_overflow_flushes += 1;
+            // SAFETY: as above.
+            let _ = unsafe {
+                self.ring
+                    .submitter()
+                    .enter::<libc::sigset_t>(0, 0, ENTER_GETEVENTS, None)
+            };
+            if self.reap(d) == 0 {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn reap(&mut self, d: &mut Delivery<'_>) -> usize {
+        let mut n = 0;
+        loop {
+            // Copy a batch out so the completion queue's borrow ends before dispatching
+            // (which may re-arm, i.e. submit).
+            let mut cqes = std::mem::take(&mut self.cqes);
+            cqes.extend(
+                self.ring
+                    .completion()
+                    .map(|c| (c.user_data(), c.result(), c.flags())),
+            );
+            if cqes.is_empty() {
+                self.cqes = cqes;
+                break;
+            }
+            n += cqes.len();
+            d.stats.completions += cqes.len() as u64;
+            for &(ud, res, flags) in &cqes {
+                self.dispatch(d, ud, res, flags);
+            }
+            cqes.clear();
+            self.cqes = cqes;
+        }
+        n
+    }
+
+    fn dispatch(&mut self, d: &mut Delivery<'_>, ud: u64, result: i32, flags: u32) {
+        if ud as u32 == INTERNAL as u32 {
+            if ud == WAKE_UD {
+                self.arm_wake();
+            }
+            // Cancels and linked timeouts need no routing.
+            return;
+        }
+        let id = OpId::from_user_data(ud);
+        let more = cqueue::more(flags);
+        let mut c = Completion::new(result);
+        if let Some(bid) = cqueue::buffer_select(flags) {
+            c.buf = Some(d.pool.provided(bid, result.max(0) as usize));
+        }
+        let Some(slot) = d.table.get_mut(id) else {
+            return; // stale; a buffer in `c` goes back on drop
+        };
+        if slot.starved {
+            // The NOP that ends a cancelled receive parked on an empty pool.
+            slot.starved = false;
+            c.result = -libc::ECANCELED;
+        }
+        if let Op::Send(send) = slot.op {
+            if send.len as usize >= self.env.send_zc_min {
+                match self.zero_copy_cqe(d, id, c, flags) {
+                    Some(back) => c = back,
+                    None => return,
+                }
+            }
+        }
+        let Some(slot) = d.table.get_mut(id) else {
+            return;
+        };
+        if result >= 0 && slot.op.fills() {
+            slot.op.fill(self.scratch.get(id.index), &mut c);
+        }
+        if slot.multishot && !more && slot.state == SlotState::Owned && !slot.cancel_requested {
+            match slot.op.after_end(result) {
+                AfterEnd::AwaitBuffer => {
+                    slot.starved = true;
+                    self.starved.park(id);
+                    d.stats.pool_starved += 1;
+                    return;
+                }
+                AfterEnd::Rearm => {
+                    d.stats.rearmed += 1;
+                    d.deliver(id, c, false);
+                    self.restart(d, id);
+                    return;
+                }
+                AfterEnd::Finish => {}
+            }
+        }
+        if slot.timeout.is_some() && result == -libc::ECANCELED && !slot.cancel_requested {
+            // The linked timeout fired, not a cancel of ours.
+            c.result = -libc::ETIMEDOUT;
+        }
+        d.deliver(id, c, !more);
+    }
+
+    /// The CQEs of a send that may have gone as `SEND_ZC`: the result comes first (with
+    /// `MORE`), then a notification (`NOTIF`, without `MORE`) that the kernel let go of
+    /// the buffer, which is what ends the operation. A socket that refuses zero-copy
+    /// answers `EOPNOTSUPP` having sent nothing: send the same bytes the ordinary way,
+    /// once the refused attempt is over. Returns the completion to deliver as usual, or
+    /// `None` if this CQE was handled here.
+    fn zero_copy_cqe(
+        &mut self,
+        d: &mut Delivery<'_>,
+        id: OpId,
+        c: Completion,
+        flags: u32,
+    ) -> Option<Completion> {
+        let scratch = self.scratch.get(id.index);
+        let slot = d.table.get_mut(id)?;
+        let owned = slot.state == SlotState::Owned;
+        if cqueue::notif(flags) {
+            if scratch.plain_send && owned && !slot.done && slot.single.is_none() {
+                // The refused attempt is over: now the plain send.
+                self.restart(d, id);
+                return None;
+            }
+            match (slot.state, &mut slot.notify) {
+                (SlotState::Orphaned, _) => d.table.release(id),
+                (_, Notify::Token(_)) => d.deliver(id, Completion::new(0), true),
+                (_, Notify::Waker(w)) => {
+                    slot.done = true;
+                    if let (true, Some(w)) = (slot.armed, w) {
+                        w.wake_by_ref();
+                    }
+                }
+            }
+            return None;
+        }
+        let refused =
+            c.result == -libc::EOPNOTSUPP && !scratch.plain_send && owned && !slot.cancel_requested;
+        if refused {
+            scratch.plain_send = true;
+            if !cqueue::more(flags) {
+                self.restart(d, id);
+            }
+            // With MORE, the notification restarts it.
+            return None;
+        }
+        if cqueue::more(flags) {
+            // The result of a zero-copy send; its notification ends the operation.
+            d.deliver(id, c, false);
+            return None;
+        }
+        Some(c)
+    }
+}
+
+/// Pushes one SQE, handing the queue to the kernel first if it is full.
+fn push_into(
+    submitter: &io_uring::Submitter<'_>,
+    sq: &mut io_uring::SubmissionQueue<'_>,
+    sqe: &squeue::Entry,
+    flushes: &mut u64,
+) {
+    // SAFETY: every pointer in the SQE stays valid until its final CQE: buffers are
+    // owned by the slot's future or `held`, scratch lives in stable pages.
+    while unsafe { sq.push(sqe) }.is_err() {
+        flush_full(submitter, sq, flushes);
+    }
+}
+
+/// The SQ is full: hand it to the kernel to make room.
+fn flush_full(
+    submitter: &io_uring::Submitter<'_>,
+    sq: &mut io_uring::SubmissionQueue<'_>,
+    flushes: &mut u64,
+) {
+    *flushes += 1;
+    sq.sync();
+    if let Err(e) = submitter.submit() {
+        if e.raw_os_error() != Some(libc::EBUSY) && e.raw_os_error() != Some(libc::EINTR) {
+            tracing::error!(error = %e, "io_uring submit failed while flushing a full SQ");
+        }
+    }
+    sq.sync();
+}
