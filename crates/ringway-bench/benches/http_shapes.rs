@@ -181,9 +181,14 @@ fn shapes(c: &mut Criterion) {
     }
 }
 
-criterion_group! {
-    name = benches;
-    config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
-    targets = shapes
+// criterion_group! defines a public function it cannot document.
+#[allow(missing_docs)]
+mod group {
+    use super::*;
+    criterion_group! {
+        name = benches;
+        config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
+        targets = shapes
+    }
 }
-criterion_main!(benches);
+criterion_main!(group::benches);

@@ -50,7 +50,7 @@ impl Canned {
 struct Service(Canned);
 
 impl HttpService for Service {
-    fn call(&mut self, req: Request, rsp: &mut Response) -> io::Result<()> {
+    fn call(&mut self, req: Request<'_, '_, '_>, rsp: &mut Response<'_>) -> io::Result<()> {
         if req.path() != self.0.path && req.path() != "/" {
             rsp.status_code(404, "Not Found");
             rsp.body("Not Found\n");
