@@ -6,14 +6,19 @@
 //! - ringway on io_uring makes no `recv`/`send`-family syscall per message (every byte
 //!   moves through the ring; a few per connection at most) and far fewer than one
 //!   `io_uring_enter` per echoed message;
-//! - ringway on epoll, and tokio's `current_thread` echo server beside it, make exactly
-//!   one receive and one send per message (no `EAGAIN` probe read), give or take what a
-//!   connection's set-up and end add (its final EOF read, the messages in flight when the
-//!   client stops), at most one `epoll_wait` per message, and nothing else per message.
+//! - ringway on epoll makes exactly one receive and one send per message (no `EAGAIN`
+//!   probe read), give or take what a connection's set-up and end add (its final EOF
+//!   read, the messages in flight when the client stops), at most one `epoll_wait` per
+//!   message, and nothing else per message.
 //!
 //! `M` is the messages the client counted, `C` its connections: every bound below is
-//! `M` plus a multiple of `C`, whatever the machine's speed. The `ringway` binary is built
-//! by this test with the cargo that runs it.
+//! `M` plus a multiple of `C`, whatever the machine's speed. tokio's `current_thread`
+//! echo server is counted beside it as the reference, with the bounds it keeps whatever
+//! the timing (at least one receive and one send per message): its extra reads depend on
+//! timing (0.2% more reads than messages: 150 over 82,562 in one run), so it is
+//! no yardstick for an exact bound, which is why the old comparison "ringway-epoll within
+//! 1% of tokio" is gone. The `ringway` binary is built by this test with the cargo that
+//! runs it.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -200,7 +205,7 @@ fn assert_one_receive_and_one_send_per_message(name: &str, c: &Count) {
 }
 
 #[test]
-fn io_uring_echo_makes_no_per_message_syscall_and_epoll_echo_one_receive_and_one_send() {
+fn io_uring_echo_makes_no_per_message_syscall_and_epoll_echo_one_receive_and_one_send_each() {
     let ringway = ringway_binary().display().to_string();
     let serve = |backend: &str| {
         vec![
@@ -255,5 +260,9 @@ fn io_uring_echo_makes_no_per_message_syscall_and_epoll_echo_one_receive_and_one
         "ringway-uring: {other} syscalls besides io_uring_enter: {uring:?}"
     );
     assert_one_receive_and_one_send_per_message("ringway-epoll", &epoll);
-    assert_one_receive_and_one_send_per_message("tokio", &tokio);
+    // The reference counts the same syscalls: otherwise both would read zero.
+    assert!(
+        tokio.receives >= tokio.messages && tokio.sends >= tokio.messages,
+        "tokio's receives and sends are not the syscalls counted here: {tokio:?}"
+    );
 }

@@ -97,6 +97,7 @@ fn row_table(out: &mut String, rows: &[&Row], changes: &[Change]) {
     let sys = rows.iter().any(|r| r.syscalls_per_req.is_some());
     let instr = rows.iter().any(|r| r.instructions_per_req.is_some());
     let rss = rows.iter().any(|r| r.rss_per_conn_kib.is_some());
+    let wrk = rows.iter().any(|r| r.wrk_rps.is_some());
     out.push_str("<table><tr><th>peer</th><th>req/s (min–max)</th><th>x ringway</th><th>p50 µs</th><th>p90 µs</th><th>p99 µs</th><th>p99.9 µs</th><th>max µs</th><th>CPU µs/req</th><th>CPU x ringway</th>");
     if sys {
         out.push_str("<th>syscalls/req</th><th>io_uring_enter/req</th>");
@@ -106,6 +107,9 @@ fn row_table(out: &mut String, rows: &[&Row], changes: &[Change]) {
     }
     if rss {
         out.push_str("<th>RSS KiB/conn</th>");
+    }
+    if wrk {
+        out.push_str("<th>wrk req/s</th>");
     }
     out.push_str("<th>errors</th><th>clean rounds</th>");
     if !changes.is_empty() {
@@ -148,6 +152,9 @@ fn row_table(out: &mut String, rows: &[&Row], changes: &[Change]) {
         }
         if rss {
             let _ = write!(out, "<td>{}</td>", opt(r.rss_per_conn_kib, 2));
+        }
+        if wrk {
+            let _ = write!(out, "<td>{}</td>", r.wrk_rps.map_or("–".into(), fmt_rate));
         }
         let errors = if r.errors.is_empty() {
             "0".to_string()
@@ -229,6 +236,9 @@ fn scenario_sections(out: &mut String, results: &Results, changes: &[Change]) {
             esc(&s),
             esc(scenario_title(&s))
         );
+        if let Some(n) = crate::suite::scenarios::note(&s) {
+            let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(n));
+        }
         if s == "S9" {
             let rows: Vec<&Row> = results.rows.iter().filter(|r| r.scenario == "S9").collect();
             out.push_str("<div class=\"charts\">\n");

@@ -34,6 +34,7 @@ pub struct LatencyUs {
 
 /// One measured round of one peer in one variant.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Round {
     /// Peer name.
     pub peer: String,
@@ -78,6 +79,7 @@ pub struct Round {
 
 /// One peer in one variant: the summary of its rounds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Row {
     /// Peer name.
     pub peer: String,
@@ -127,6 +129,9 @@ pub struct Row {
     pub latency_curve: Vec<(f64, f64)>,
     /// Size of one response on the wire (from the conformance check).
     pub response_bytes: Option<usize>,
+    /// wrk's req/s against the same server, run back to back with a `ringway load` run
+    /// (S5 c50; see [`WrkCheck`] for that pair).
+    pub wrk_rps: Option<f64>,
 }
 
 /// The percentiles of the latency curves.
@@ -321,6 +326,7 @@ pub struct ProfileInfo {
 
 /// Run metadata.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Meta {
     /// ringway's version and the workspace commit.
     pub ringway: String,

@@ -138,6 +138,11 @@ pub fn tools() -> Vec<Tool> {
             "apt-get install linux-perf",
         ),
         t("valgrind", "--instructions", "apt-get install valgrind"),
+        t(
+            "callgrind_control",
+            "--instructions",
+            "apt-get install valgrind",
+        ),
         t("wrk", "the wrk cross-check of S5", "apt-get install wrk"),
     ];
     v.push(Tool {

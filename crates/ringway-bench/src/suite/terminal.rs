@@ -42,6 +42,7 @@ pub fn variant_table(
     let instr = rows.iter().any(|r| r.instructions_per_req.is_some());
     let sys = rows.iter().any(|r| r.syscalls_per_req.is_some());
     let rss = rows.iter().any(|r| r.rss_per_conn_kib.is_some());
+    let wrk = rows.iter().any(|r| r.wrk_rps.is_some());
     let cmp = !changes.is_empty();
     let mut headers = vec![
         "peer",
@@ -61,6 +62,9 @@ pub fn variant_table(
     }
     if rss {
         headers.push("RSS KiB/conn");
+    }
+    if wrk {
+        headers.push("wrk req/s");
     }
     headers.extend(["errors", "clean"]);
     if cmp {
@@ -91,6 +95,9 @@ pub fn variant_table(
             }
             if rss {
                 cells.push(opt(r.rss_per_conn_kib, 2));
+            }
+            if wrk {
+                cells.push(r.wrk_rps.map_or("-".into(), fmt_rate));
             }
             cells.push(r.errors_total.to_string());
             cells.push(format!("{}/{}", r.clean_rounds, r.rounds));
@@ -133,6 +140,9 @@ pub fn render_all(results: &Results, changes: &[Change]) -> String {
             .map(|r| r.title.clone())
             .unwrap_or_default();
         out.push_str(&format!("\n== {scenario} {variant}: {title}\n"));
+        if let Some(n) = crate::suite::scenarios::note(&scenario) {
+            out.push_str(&format!("   ({n})\n"));
+        }
         out.push_str(&variant_table(results, &scenario, &variant, changes));
     }
     if results.rows.iter().any(|r| r.from_unclean) {
