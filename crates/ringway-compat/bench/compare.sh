@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# hyper hello on ringway (through ringway-compat) against the same hyper service on tokio
+# (current_thread, and multi_thread with one worker), plus `ringway serve --hello` (what
+# the adapter and hyper cost against ringway's own HTTP server). One run; each server
+# pinned to CPU 0, wrk pinned to CPU 1; /plaintext, 50 keep-alive connections, not
+# pipelined and pipelined x16.
+#
+# Prints, per server: req/s and server CPU us per request (utime+stime from
+# /proc/PID/stat over the measured window) for both loads, then user-space instructions
+# per request under callgrind (warm-up, `callgrind_control -z`, measured load, `-d`,
+# the dump's total divided by the requests wrk completed in that window).
+#
+# Usage: crates/ringway-compat/bench/compare.sh [SECONDS]      (default 5)
+#   env: PEERS="compat-uring compat-epoll tokio-ct tokio-mt1 ringway-http"
+#        CALLGRIND=0     skip the instruction counts
+#        WALL=0          skip the wall-clock loads (instruction counts only)
+#        SKIP_BUILD=1    use the binaries already built
+# Needs wrk (apt-get install wrk) and, for the counts, valgrind (apt-get install valgrind).
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+D=${1:-5}
+PEERS=${PEERS:-"compat-uring compat-epoll tokio-ct tokio-mt1 ringway-http"}
+CALLGRIND=${CALLGRIND:-1}
+WALL=${WALL:-1}
+OUT=${OUT:-target/compat-bench}
+B=crates/ringway-compat/bench
+PORT=$((18400 + RANDOM % 1000))
+HZ=$(getconf CLK_TCK)
+mkdir -p "$OUT"
+
+command -v wrk >/dev/null || { echo "compare.sh: 'wrk' is missing; install it with: apt-get install wrk" >&2; exit 1; }
+if [ "$CALLGRIND" = 1 ] && ! command -v callgrind_control >/dev/null; then
+  echo "compare.sh: 'valgrind' is missing (or run with CALLGRIND=0); install it with: apt-get install valgrind" >&2
+  exit 1
+fi
+if [ -z "${SKIP_BUILD:-}" ]; then
+  cargo build --release -q -p ringway-compat --example hello_hyper --example hello_hyper_tokio
+  cargo build --release -q -p ringway-cli
+fi
+
+server_cmd() { # PEER ADDR
+  local e=target/release/examples
+  case "$1" in
+    compat-uring) echo "$e/hello_hyper --threads 1 --backend uring --bind $2" ;;
+    compat-epoll) echo "$e/hello_hyper --threads 1 --backend epoll --bind $2" ;;
+    tokio-ct) echo "$e/hello_hyper_tokio --flavor current_thread --bind $2" ;;
+    tokio-mt1) echo "$e/hello_hyper_tokio --flavor multi_thread --bind $2" ;;
+    ringway-http) echo "target/release/ringway serve --hello --threads 1 --no-access-log --backend uring --bind $2" ;;
+    *) echo "compare.sh: unknown peer $1" >&2; exit 2 ;;
+  esac
+}
+
+wait_port() {
+  for _ in $(seq 1 300); do
+    (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "compare.sh: the server did not open port $1" >&2
+  return 1
+}
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+run_wrk() { # SHAPE SECONDS URL -> wrk's output
+  case "$1" in
+    c50) taskset -c 1 wrk -t1 -c50 -d"$2s" "$3" ;;
+    p16) taskset -c 1 wrk -t1 -c50 -d"$2s" -s $B/pipeline.lua "$3" ;;
+  esac
+}
+
+stop() { kill -TERM "$1" 2>/dev/null || true; sleep 0.3; kill -KILL "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+
+declare -A RPS CPU INS
+for peer in $PEERS; do
+  for shape in c50 p16; do
+    RPS[$peer.$shape]=-
+    CPU[$peer.$shape]=-
+    if [ "$WALL" = 1 ]; then
+      PORT=$((PORT + 1))
+      url=http://127.0.0.1:$PORT/plaintext
+      # shellcheck disable=SC2046
+      taskset -c 0 $(server_cmd "$peer" 127.0.0.1:$PORT) >"$OUT/$peer.$shape.log" 2>&1 &
+      pid=$!
+      wait_port $PORT
+      run_wrk "$shape" 1 "$url" >/dev/null # warm-up
+      t0=$(cpu_ticks $pid)
+      out=$(run_wrk "$shape" "$D" "$url")
+      t1=$(cpu_ticks $pid)
+      stop $pid
+      reqs=$(echo "$out" | awk '/requests in/ {print $1}')
+      RPS[$peer.$shape]=$(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')
+      CPU[$peer.$shape]=$(awk -v t=$((t1 - t0)) -v hz="$HZ" -v r="$reqs" 'BEGIN {printf "%.2f", t / hz * 1e6 / r}')
+      if echo "$out" | grep -q "Non-2xx\|Socket errors"; then
+        echo "compare.sh: $peer $shape: wrk saw errors:" >&2
+        echo "$out" | grep "Non-2xx\|Socket errors" >&2
+      fi
+    fi
+
+    if [ "$CALLGRIND" = 1 ]; then
+      PORT=$((PORT + 1))
+      url=http://127.0.0.1:$PORT/plaintext
+      file="$OUT/callgrind.$peer.$shape.out"
+      rm -f "$file" "$file".*
+      # shellcheck disable=SC2046
+      taskset -c 0 valgrind --tool=callgrind --callgrind-out-file="$file" \
+        $(server_cmd "$peer" 127.0.0.1:$PORT) >"$OUT/$peer.$shape.callgrind.log" 2>&1 &
+      pid=$!
+      wait_port $PORT
+      run_wrk "$shape" 2 "$url" >/dev/null
+      callgrind_control -z $pid >/dev/null 2>&1
+      out=$(run_wrk "$shape" 4 "$url")
+      callgrind_control -d $pid >/dev/null 2>&1
+      stop $pid
+      n=$(echo "$out" | awk '/requests in/ {print $1}')
+      dump=$(ls -t "$file".* 2>/dev/null | head -1)
+      total=$(awk '/^totals:/ {print $2}' "$dump")
+      INS[$peer.$shape]=$(awk -v t="$total" -v n="$n" 'BEGIN {printf "%.0f", t / n}')
+    else
+      INS[$peer.$shape]=-
+    fi
+  done
+done
+
+ratio() { # A B -> A/B, or - when either is missing
+  awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }'
+}
+
+echo
+echo "hyper hello, server on CPU 0, wrk -t1 -c50 on CPU 1, ${D}s per load ($(date -u +%F))"
+echo
+echo "| server | c50 req/s | c50 CPU us/req | p16 req/s | p16 CPU us/req | c50 instr/req | p16 instr/req |"
+echo "|---|---:|---:|---:|---:|---:|---:|"
+for peer in $PEERS; do
+  echo "| $peer | ${RPS[$peer.c50]} | ${CPU[$peer.c50]} | ${RPS[$peer.p16]} | ${CPU[$peer.p16]} | ${INS[$peer.c50]} | ${INS[$peer.p16]} |"
+done
+for base in tokio-ct tokio-mt1; do
+  [[ " $PEERS " == *" $base "* ]] || continue
+  for peer in compat-uring compat-epoll; do
+    [[ " $PEERS " == *" $peer "* ]] || continue
+    echo "$peer / $base: CPU per request c50 $(ratio "${CPU[$peer.c50]}" "${CPU[$base.c50]}")," \
+      "p16 $(ratio "${CPU[$peer.p16]}" "${CPU[$base.p16]}");" \
+      "p16 throughput $(ratio "${RPS[$peer.p16]}" "${RPS[$base.p16]}");" \
+      "instructions c50 $(ratio "${INS[$peer.c50]}" "${INS[$base.c50]}"), p16 $(ratio "${INS[$peer.p16]}" "${INS[$base.p16]}")"
+  done
+done
+if [[ " $PEERS " == *" ringway-http "* && " $PEERS " == *" compat-uring "* ]]; then
+  echo "compat-uring / ringway-http (the adapter + hyper against ringway's own server):" \
+    "CPU per request c50 $(ratio "${CPU[compat-uring.c50]}" "${CPU[ringway-http.c50]}")," \
+    "p16 $(ratio "${CPU[compat-uring.p16]}" "${CPU[ringway-http.p16]}");" \
+    "instructions c50 $(ratio "${INS[compat-uring.c50]}" "${INS[ringway-http.c50]}"), p16 $(ratio "${INS[compat-uring.p16]}" "${INS[ringway-http.p16]}")"
+fi

@@ -1,0 +1,120 @@
+//! hyper 1's runtime traits on ringway: `rt::Read` / `rt::Write` for [`CompatStream`],
+//! an executor that spawns on the current core, and a timer on ringway's timers.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use hyper::rt::ReadBufCursor;
+
+use crate::receiver::ReadSink;
+use crate::socket::StreamSocket;
+use crate::stream::CompatStream;
+
+impl ReadSink for ReadBufCursor<'_> {
+    fn room(&self) -> usize {
+        self.remaining()
+    }
+    fn put(&mut self, bytes: &[u8]) {
+        self.put_slice(bytes)
+    }
+}
+
+impl<S: StreamSocket> hyper::rt::Read for CompatStream<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        mut buf: ReadBufCursor<'_>,
+    ) -> Poll<io::Result<()>> {
+        let receiver = self.get_mut().receiver();
+        receiver.poll_read(cx, &mut buf)
+    }
+}
+
+impl<S: StreamSocket> hyper::rt::Write for CompatStream<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.get_mut().poll_write_bufs(cx, &[buf])
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.get_mut().poll_write_bufs(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let _ = cx;
+        self.get_mut().poll_flush_inner()
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.get_mut().poll_shutdown_inner(cx)
+    }
+}
+
+/// hyper's executor on ringway: spawns each future hyper hands it (HTTP/2 streams,
+/// connection background work) as a task on the **current core**. hyper's `Executor`
+/// does not ask for `Send`, so neither does this: services may hold `Rc`s.
+///
+/// Must be used from inside a ringway runtime (it panics elsewhere, as
+/// [`ringway::spawn`] does).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LocalExecutor;
+
+impl<F> hyper::rt::Executor<F> for LocalExecutor
+where
+    F: Future + 'static,
+    F::Output: 'static,
+{
+    fn execute(&self, fut: F) {
+        ringway::spawn(fut).detach();
+    }
+}
+
+/// hyper's timer on ringway's per-core timers ([`ringway::time::sleep`]): header-read
+/// and keep-alive timeouts cost no syscall of their own.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RingwayTimer;
+
+/// A ringway sleep as hyper's `Sleep`.
+struct TimerSleep(ringway::time::Sleep);
+
+impl Future for TimerSleep {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+impl hyper::rt::Sleep for TimerSleep {}
+
+impl hyper::rt::Timer for RingwayTimer {
+    fn sleep(&self, duration: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(TimerSleep(ringway::time::sleep(duration)))
+    }
+
+    fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(TimerSleep(ringway::time::sleep_until(deadline)))
+    }
+
+    fn reset(&self, sleep: &mut Pin<Box<dyn hyper::rt::Sleep>>, new_deadline: Instant) {
+        // Ours: move the deadline in place, no new allocation.
+        if let Some(mut ours) = sleep.as_mut().downcast_mut_pin::<TimerSleep>() {
+            ours.0.reset(new_deadline);
+        } else {
+            *sleep = self.sleep_until(new_deadline);
+        }
+    }
+}

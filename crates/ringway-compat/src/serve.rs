@@ -1,0 +1,464 @@
+//! [`Server`]: a hyper service on every core of a ringway runtime, with graceful
+//! shutdown.
+//!
+//! Each core gets its own `SO_REUSEPORT` listener on the same port (the kernel spreads
+//! connections among them), builds its own service with the factory (so the service
+//! may hold `Rc`s and other `!Send` state), and serves each connection as a task on that
+//! core with hyper's HTTP/1 connection over a [`CompatStream`]. Nothing crosses cores on
+//! a request's path.
+
+use std::cell::Cell;
+use std::future::{poll_fn, Future};
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::pin::pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use http::{Request, Response};
+use hyper::body::{Body, Incoming};
+use hyper::server::conn::http1;
+#[cfg(feature = "http2")]
+use hyper::server::conn::http2;
+use hyper::service::Service;
+use ringway::net::TcpListener;
+use socket2::{Domain, Socket, Type};
+
+use crate::drain::{Ask, ConnGuard, CoreDrain, Signal};
+#[cfg(feature = "http2")]
+use crate::hyper_rt::LocalExecutor;
+use crate::hyper_rt::RingwayTimer;
+use crate::stream::CompatStream;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// How a [`Server`] serves.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// hyper's HTTP/1 settings. The default has [`RingwayTimer`] set, so hyper's
+    /// header-read timeout (30 s) is on.
+    pub http1: http1::Builder,
+    /// hyper's HTTP/2 settings, for [`Server::auto`]. The default runs stream tasks on
+    /// the connection's core ([`LocalExecutor`]) and has [`RingwayTimer`] set.
+    #[cfg(feature = "http2")]
+    pub http2: http2::Builder<LocalExecutor>,
+    /// After [`ShutdownHandle::shutdown`], how long connections get to finish their
+    /// requests before they are closed regardless. Default 30 s.
+    pub drain_timeout: Duration,
+    /// `TCP_NODELAY` on accepted connections. Default true.
+    pub nodelay: bool,
+    /// Listen backlog per core. Default 1024.
+    pub backlog: i32,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        let mut http1 = http1::Builder::new();
+        http1.timer(RingwayTimer);
+        #[cfg(feature = "http2")]
+        let http2 = {
+            let mut b = http2::Builder::new(LocalExecutor);
+            b.timer(RingwayTimer);
+            b
+        };
+        ServeOptions {
+            http1,
+            #[cfg(feature = "http2")]
+            http2,
+            drain_timeout: Duration::from_secs(30),
+            nodelay: true,
+            backlog: 1024,
+        }
+    }
+}
+
+/// What a server did, summed over its cores.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServeReport {
+    /// Connections accepted.
+    pub connections: u64,
+    /// Connections that ended with an error (a malformed request, a reset, a timeout).
+    pub failed: u64,
+    /// Connections still open at the drain deadline, closed without finishing.
+    pub aborted: u64,
+    /// Accepts that failed (e.g. out of file descriptors); accepting went on.
+    pub accept_errors: u64,
+}
+
+impl ServeReport {
+    fn add(&mut self, o: &ServeReport) {
+        self.connections += o.connections;
+        self.failed += o.failed;
+        self.aborted += o.aborted;
+        self.accept_errors += o.accept_errors;
+    }
+}
+
+/// Starts a graceful shutdown of a [`Server`] from any thread.
+#[derive(Debug, Clone)]
+pub struct ShutdownHandle {
+    signal: Arc<Signal>,
+}
+
+impl ShutdownHandle {
+    /// Stops accepting on every core, lets each connection finish the request it is
+    /// serving (hyper answers it, then closes), closes idle connections, and after
+    /// [`ServeOptions::drain_timeout`] closes whatever is left. Idempotent.
+    pub fn shutdown(&self) {
+        self.signal.raise();
+    }
+
+    /// Whether shutdown was asked for.
+    pub fn is_shutdown(&self) -> bool {
+        self.signal.is_raised()
+    }
+}
+
+/// A hyper service served on every core of a ringway runtime.
+///
+/// ```no_run
+/// use std::convert::Infallible;
+/// use http::{Request, Response};
+/// use hyper::body::Incoming;
+/// use hyper::service::service_fn;
+/// use ringway_compat::{ServeOptions, Server};
+///
+/// async fn hello(_: Request<Incoming>) -> Result<Response<String>, Infallible> {
+///     Ok(Response::new("Hello, World!".to_string()))
+/// }
+///
+/// fn main() -> std::io::Result<()> {
+///     let rt = ringway::Runtime::new()?;
+///     let server = Server::http1(&rt.handle(), "127.0.0.1:8080", ServeOptions::default(), || {
+///         service_fn(hello)
+///     })?;
+///     println!("listening on {}", server.local_addr());
+///     let report = rt.block_on(server.wait())?;
+///     println!("{report:?}");
+///     Ok(())
+/// }
+/// ```
+#[derive(Debug)]
+pub struct Server {
+    local_addr: SocketAddr,
+    signal: Arc<Signal>,
+    cores: Vec<ringway::JoinHandle<io::Result<ServeReport>>>,
+}
+
+impl Server {
+    /// Binds `addr` on every core of the runtime behind `handle` and serves HTTP/1 with
+    /// the service that `make_service` builds (once per core; each connection gets a
+    /// clone). Returns once every core's listener is bound; serving goes on until
+    /// [`ShutdownHandle::shutdown`]. A port of 0 picks a free port, the same on every
+    /// core.
+    pub fn http1<A, M, S, B>(
+        handle: &ringway::Handle,
+        addr: A,
+        options: ServeOptions,
+        make_service: M,
+    ) -> io::Result<Server>
+    where
+        A: ToSocketAddrs,
+        M: Fn() -> S + Send + Sync + 'static,
+        S: Service<Request<Incoming>, Response = Response<B>> + Clone + 'static,
+        S::Error: Into<BoxError>,
+        S::Future: 'static,
+        B: Body + 'static,
+        B::Error: Into<BoxError>,
+    {
+        Server::start(handle, addr, options, make_service, Protocols::Http1)
+    }
+
+    /// As [`Server::http1`], but each connection speaks HTTP/2 if it opens with the
+    /// HTTP/2 connection preface (prior knowledge, as h2c clients and gRPC do), and
+    /// HTTP/1.1 otherwise. HTTP/2 streams run as tasks on the connection's core.
+    #[cfg(feature = "http2")]
+    pub fn auto<A, M, S, B>(
+        handle: &ringway::Handle,
+        addr: A,
+        options: ServeOptions,
+        make_service: M,
+    ) -> io::Result<Server>
+    where
+        A: ToSocketAddrs,
+        M: Fn() -> S + Send + Sync + 'static,
+        S: Service<Request<Incoming>, Response = Response<B>> + Clone + 'static,
+        S::Error: Into<BoxError>,
+        S::Future: 'static,
+        B: Body + 'static,
+        B::Error: Into<BoxError>,
+    {
+        Server::start(handle, addr, options, make_service, Protocols::Auto)
+    }
+
+    fn start<A, M, S, B>(
+        handle: &ringway::Handle,
+        addr: A,
+        options: ServeOptions,
+        make_service: M,
+        protocols: Protocols,
+    ) -> io::Result<Server>
+    where
+        A: ToSocketAddrs,
+        M: Fn() -> S + Send + Sync + 'static,
+        S: Service<Request<Incoming>, Response = Response<B>> + Clone + 'static,
+        S::Error: Into<BoxError>,
+        S::Future: 'static,
+        B: Body + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let addr = addr.to_socket_addrs()?.next().ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "address resolved to nothing")
+        })?;
+        let listeners = bind_reuseport(addr, handle.cores(), options.backlog)?;
+        let local_addr = listeners[0].local_addr()?;
+        let signal = Arc::new(Signal::default());
+        let make_service = Arc::new(make_service);
+        let options = Arc::new(options);
+        let cores = listeners
+            .into_iter()
+            .enumerate()
+            .map(|(core, listener)| {
+                let (signal, make_service, options) =
+                    (signal.clone(), make_service.clone(), options.clone());
+                handle.spawn_on(core, move || async move {
+                    let listener = TcpListener::from_std(listener)?;
+                    Ok(serve_core(listener, &options, make_service(), &signal, protocols).await)
+                })
+            })
+            .collect();
+        Ok(Server {
+            local_addr,
+            signal,
+            cores,
+        })
+    }
+
+    /// The bound address (with the port picked, if 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// A handle that starts the graceful shutdown, from any thread.
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        ShutdownHandle {
+            signal: self.signal.clone(),
+        }
+    }
+
+    /// Waits until every core has shut down and drained; the sum of their reports.
+    /// Await it on the runtime (e.g. in `block_on`).
+    pub async fn wait(self) -> io::Result<ServeReport> {
+        let mut total = ServeReport::default();
+        for core in self.cores {
+            let r = core
+                .await
+                .map_err(|e| io::Error::other(format!("a server core failed: {e}")))??;
+            total.add(&r);
+        }
+        Ok(total)
+    }
+}
+
+/// One listener per core on the same address, with `SO_REUSEPORT` so the kernel spreads
+/// connections among them; made on the calling thread (any thread), adopted by each
+/// core. The first binds port 0 if asked, the others take the port it got.
+fn bind_reuseport(
+    addr: SocketAddr,
+    count: usize,
+    backlog: i32,
+) -> io::Result<Vec<std::net::TcpListener>> {
+    let mut addr = addr;
+    let mut out = Vec::with_capacity(count);
+    for _ in 0..count {
+        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+        socket.set_reuse_address(true)?;
+        socket.set_reuse_port(true)?;
+        socket
+            .bind(&addr.into())
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot bind {addr}: {e}")))?;
+        socket.listen(backlog)?;
+        let listener = std::net::TcpListener::from(socket);
+        if addr.port() == 0 {
+            addr = listener.local_addr()?;
+        }
+        out.push(listener);
+    }
+    Ok(out)
+}
+
+/// Failures counted by a core's connection tasks.
+#[derive(Debug, Default)]
+struct CoreCounts {
+    failed: Cell<u64>,
+}
+
+/// One core's accept loop, then its drain.
+async fn serve_core<S, B>(
+    listener: TcpListener,
+    options: &ServeOptions,
+    service: S,
+    signal: &Signal,
+    protocols: Protocols,
+) -> ServeReport
+where
+    S: Service<Request<Incoming>, Response = Response<B>> + Clone + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: 'static,
+    B: Body + 'static,
+    B::Error: Into<BoxError>,
+{
+    let drain = Rc::new(CoreDrain::default());
+    let counts = Rc::new(CoreCounts::default());
+    // The builders, where this core's connection tasks can reach them.
+    #[cfg(feature = "http2")]
+    let local_options = Rc::new(options.clone());
+    let mut report = ServeReport::default();
+    {
+        let mut incoming = listener.incoming();
+        loop {
+            let next = poll_fn(|cx| {
+                if signal.poll_raised(cx).is_ready() {
+                    return Poll::Ready(None);
+                }
+                incoming.poll_next(cx).map(Some)
+            })
+            .await;
+            let stream = match next {
+                None => break,
+                Some(None) => {
+                    tracing::error!("the listener stopped accepting; this core serves no more");
+                    break;
+                }
+                Some(Some(Err(e))) => {
+                    report.accept_errors += 1;
+                    tracing::warn!(error = %e, "accept failed");
+                    // Out of fds or memory: give closing connections a moment rather
+                    // than spinning on the same error.
+                    ringway::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+                Some(Some(Ok(stream))) => stream,
+            };
+            report.connections += 1;
+            if options.nodelay {
+                if let Err(e) = stream.set_nodelay(true) {
+                    tracing::debug!(error = %e, "TCP_NODELAY refused");
+                }
+            }
+            let (guard, counts) = (drain.enter(), counts.clone());
+            match protocols {
+                Protocols::Http1 => {
+                    let conn = options
+                        .http1
+                        .serve_connection(CompatStream::new(stream), service.clone());
+                    ringway::spawn(serve_connection(conn, guard, counts)).detach();
+                }
+                #[cfg(feature = "http2")]
+                Protocols::Auto => {
+                    let (options, service) = (local_options.clone(), service.clone());
+                    ringway::spawn(async move {
+                        let io = CompatStream::new(stream);
+                        match crate::sniff::sniff_h2(io, &guard).await {
+                            Some((io, true)) => {
+                                let conn = options.http2.serve_connection(io, service);
+                                serve_connection(conn, guard, counts).await
+                            }
+                            Some((io, false)) => {
+                                let conn = options.http1.serve_connection(io, service);
+                                serve_connection(conn, guard, counts).await
+                            }
+                            None => counts.failed.set(counts.failed.get() + 1),
+                        }
+                    })
+                    .detach();
+                }
+            }
+        }
+    }
+    // Stop accepting before draining: new connections are refused, not left waiting.
+    drop(listener);
+    drain.finish();
+    if drain.live() > 0
+        && ringway::time::timeout(options.drain_timeout, drain.emptied())
+            .await
+            .is_err()
+    {
+        report.aborted = drain.live() as u64;
+        drain.abort();
+        drain.emptied().await;
+    }
+    report.failed = counts.failed.get();
+    report
+}
+
+/// Serves one connection until it closes, finishing gracefully when the drain asks.
+async fn serve_connection<C: GracefulConnection>(
+    conn: C,
+    guard: ConnGuard,
+    counts: Rc<CoreCounts>,
+) {
+    let mut conn = pin!(conn);
+    let mut finishing = false;
+    let r = poll_fn(|cx| {
+        match guard.ask(cx) {
+            Ask::Serve => {}
+            Ask::Finish if !finishing => {
+                finishing = true;
+                conn.as_mut().graceful_shutdown();
+            }
+            Ask::Finish => {}
+            // Dropping the connection cancels its I/O.
+            Ask::Abort => return Poll::Ready(Ok(())),
+        }
+        conn.as_mut().poll(cx)
+    })
+    .await;
+    if let Err(e) = r {
+        counts.failed.set(counts.failed.get() + 1);
+        tracing::debug!(error = %e, "connection ended with an error");
+    }
+}
+
+/// Which protocols a server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocols {
+    Http1,
+    #[cfg(feature = "http2")]
+    Auto,
+}
+
+/// A hyper server connection that can be asked to finish gracefully.
+trait GracefulConnection: Future<Output = Result<(), hyper::Error>> {
+    fn graceful_shutdown(self: std::pin::Pin<&mut Self>);
+}
+
+impl<I, S, B> GracefulConnection for http1::Connection<I, S>
+where
+    S: Service<Request<Incoming>, Response = Response<B>>,
+    S::Error: Into<BoxError>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin,
+    B: Body + 'static,
+    B::Error: Into<BoxError>,
+{
+    fn graceful_shutdown(self: std::pin::Pin<&mut Self>) {
+        http1::Connection::graceful_shutdown(self)
+    }
+}
+
+#[cfg(feature = "http2")]
+impl<I, S, B> GracefulConnection for http2::Connection<I, S, LocalExecutor>
+where
+    S: Service<Request<Incoming>, Response = Response<B>>,
+    S::Error: Into<BoxError>,
+    S::Future: 'static,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin,
+    B: Body + 'static,
+    B::Error: Into<BoxError>,
+{
+    fn graceful_shutdown(self: std::pin::Pin<&mut Self>) {
+        http2::Connection::graceful_shutdown(self)
+    }
+}

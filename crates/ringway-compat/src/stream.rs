@@ -1,0 +1,208 @@
+//! [`CompatStream`]: a ringway socket with readiness-style (`poll_*`) I/O.
+
+use std::cell::{Ref, RefCell};
+use std::fmt;
+use std::io;
+use std::ops::Deref;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+
+use ringway::net::{TcpStream, UnixStream};
+use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::receiver::Receiver;
+use crate::sender::{spawn_send_task, Kick, Link, Outbox};
+use crate::socket::StreamSocket;
+
+/// A ringway [`TcpStream`] or [`UnixStream`] with tokio's `AsyncRead`, `AsyncWrite` and
+/// `AsyncBufRead` (and, with the `hyper` feature, hyper's `rt::Read` and `rt::Write`;
+/// with `futures-io`, the `futures_io` traits).
+///
+/// - **Reads** come from the socket's multishot receive, armed at the first read: the
+///   kernel fills pool buffers as data arrives, a read copies from the current one into
+///   the caller's buffer (`AsyncBufRead::poll_fill_buf` lends it without any copy), and
+///   the buffer returns to the pool as soon as it is used up.
+/// - **Writes** are copied into a gather buffer; the stream's send task (one small task
+///   per stream, on its core) sends what was gathered with one `send` when it runs,
+///   later in the same loop turn, so every write of a turn goes in one send, and owns
+///   the send until the kernel has taken every byte (the rest of a short send goes
+///   next, whether or not the stream is polled again). `poll_flush` is ready once the
+///   bytes are queued with that task; `poll_shutdown` waits until the kernel has them
+///   all, then shuts the write direction. A send error is reported by every later
+///   write, flush and shutdown. Vectored writes gather the same way.
+/// - **Cancellation**: all I/O state belongs to the stream, not to the futures that
+///   poll it, so dropping a read or write future at any point loses no byte (reads
+///   resume where they stopped, bytes a write accepted are still sent). Dropping the
+///   stream cancels its receive (every pool buffer goes back); bytes already accepted
+///   are still delivered by the send task, for at most 30 s, before the socket closes.
+/// - **Backpressure**: writes wait once 256 KiB are queued behind a send in flight.
+///
+/// ```no_run
+/// use ringway::net::TcpStream;
+/// use ringway_compat::CompatStream;
+/// use tokio::io::{AsyncReadExt, AsyncWriteExt};
+///
+/// # fn main() -> std::io::Result<()> {
+/// ringway::start(async {
+///     let tcp = TcpStream::connect("127.0.0.1:7000").await?;
+///     let mut stream = CompatStream::new(tcp);
+///     stream.write_all(b"ping\n").await?;
+///     stream.flush().await?;
+///     let mut reply = [0u8; 5];
+///     stream.read_exact(&mut reply).await?;
+///     Ok(())
+/// })
+/// # }
+/// ```
+pub struct CompatStream<S: StreamSocket> {
+    receiver: Receiver,
+    /// The socket and the outgoing bytes, shared with the send task.
+    link: Link<S>,
+}
+
+impl<S: StreamSocket> CompatStream<S> {
+    /// Adapts `socket`. Nothing is submitted until the first read or write.
+    pub fn new(mut socket: S) -> CompatStream<S> {
+        CompatStream {
+            receiver: Receiver::new(socket.recv_stream()),
+            link: Rc::new(RefCell::new(Outbox::new(socket))),
+        }
+    }
+
+    /// The socket (for its addresses and options). Do not hold it across an `.await`:
+    /// the stream's send task needs it to submit sends, and waits while it is held.
+    pub fn get_ref(&self) -> Ref<'_, S> {
+        Ref::map(self.link.borrow(), |o| &o.socket)
+    }
+
+    /// Bytes received and held in a pool buffer, not yet read.
+    pub fn read_buffered(&self) -> usize {
+        self.receiver.buffered()
+    }
+
+    /// Bytes accepted by writes that the kernel has not taken yet.
+    pub fn write_pending(&self) -> usize {
+        self.link.borrow().unsent()
+    }
+
+    pub(crate) fn receiver(&mut self) -> &mut Receiver {
+        &mut self.receiver
+    }
+
+    /// Spawns or wakes the send task if queued bytes need it.
+    fn kick(&self, outbox: &mut Outbox<S>) {
+        match outbox.kick() {
+            Kick::None => {}
+            Kick::Spawn => spawn_send_task(&self.link),
+            Kick::Wake(w) => w.wake(),
+        }
+    }
+
+    pub(crate) fn poll_write_bufs<B: Deref<Target = [u8]>>(
+        &mut self,
+        cx: &mut Context<'_>,
+        bufs: &[B],
+    ) -> Poll<io::Result<usize>> {
+        let mut outbox = self.link.borrow_mut();
+        let r = outbox.poll_write(cx, bufs);
+        self.kick(&mut outbox);
+        r
+    }
+
+    pub(crate) fn poll_flush_inner(&mut self) -> Poll<io::Result<()>> {
+        let mut outbox = self.link.borrow_mut();
+        self.kick(&mut outbox);
+        outbox.poll_flush()
+    }
+
+    pub(crate) fn poll_shutdown_inner(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let mut outbox = self.link.borrow_mut();
+        self.kick(&mut outbox);
+        outbox.poll_shutdown(cx)
+    }
+}
+
+impl From<TcpStream> for CompatStream<TcpStream> {
+    fn from(s: TcpStream) -> Self {
+        CompatStream::new(s)
+    }
+}
+
+impl From<UnixStream> for CompatStream<UnixStream> {
+    fn from(s: UnixStream) -> Self {
+        CompatStream::new(s)
+    }
+}
+
+impl<S: StreamSocket + fmt::Debug> fmt::Debug for CompatStream<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let outbox = self.link.try_borrow();
+        f.debug_struct("CompatStream")
+            .field("socket", &outbox.as_ref().map(|o| &o.socket).ok())
+            .field("read_buffered", &self.read_buffered())
+            .field("write_pending", &outbox.as_ref().map(|o| o.unsent()).ok())
+            .finish()
+    }
+}
+
+impl<S: StreamSocket> Drop for CompatStream<S> {
+    fn drop(&mut self) {
+        // The send task (if any) delivers what is queued, then closes the socket.
+        let task = self.link.borrow_mut().close();
+        if let Some(w) = task {
+            w.wake();
+        }
+    }
+}
+
+impl<S: StreamSocket> AsyncRead for CompatStream<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.get_mut().receiver().poll_read(cx, buf)
+    }
+}
+
+impl<S: StreamSocket> AsyncBufRead for CompatStream<S> {
+    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
+        self.get_mut().receiver().poll_fill(cx)
+    }
+
+    fn consume(self: Pin<&mut Self>, amt: usize) {
+        self.get_mut().receiver().consume(amt)
+    }
+}
+
+impl<S: StreamSocket> AsyncWrite for CompatStream<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.get_mut().poll_write_bufs(cx, &[buf])
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.get_mut().poll_write_bufs(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let _ = cx;
+        self.get_mut().poll_flush_inner()
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.get_mut().poll_shutdown_inner(cx)
+    }
+}
