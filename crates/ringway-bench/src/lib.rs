@@ -6,6 +6,11 @@
 //! spawning and stopping pinned processes, parsing `strace -c` tables and `perf stat` counters, and summarising
 //! and formatting the results.
 
+pub mod canned;
+pub mod floor_ring;
+pub mod heads;
+pub mod listen;
+pub mod peer_kit;
 pub mod peers;
 pub mod perfstat;
 pub mod ports;
@@ -13,6 +18,8 @@ pub mod process;
 pub mod procstat;
 pub mod report;
 pub mod scenario;
+pub mod server;
 pub mod stats;
 pub mod strace;
+pub mod suite;
 pub mod table;

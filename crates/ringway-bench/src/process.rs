@@ -45,6 +45,7 @@ pub enum WaitError {
 const STDERR_TAIL_LINES: usize = 20;
 
 /// A child process whose stdout and stderr are read on helper threads.
+#[derive(Debug)]
 pub struct Watched {
     child: Child,
     events: Receiver<Event>,
@@ -55,11 +56,16 @@ pub struct Watched {
 
 /// Builds the argv that runs `argv` pinned to `cpu` (or unpinned for `None`).
 pub fn pinned_argv(cpu: Option<usize>, argv: &[String]) -> Vec<String> {
+    pinned_argv_list(cpu.map(|c| c.to_string()).as_deref(), argv)
+}
+
+/// Builds the argv that runs `argv` pinned to the CPU list `cpus` (or unpinned).
+pub fn pinned_argv_list(cpus: Option<&str>, argv: &[String]) -> Vec<String> {
     let mut full = Vec::with_capacity(argv.len() + 3);
-    if let Some(cpu) = cpu {
+    if let Some(cpus) = cpus {
         full.push("taskset".to_string());
         full.push("-c".to_string());
-        full.push(cpu.to_string());
+        full.push(cpus.to_string());
     }
     full.extend(argv.iter().cloned());
     full
@@ -100,16 +106,32 @@ fn forward<R: Read + Send + 'static>(
 impl Watched {
     /// Spawns `argv` (pinned to `cpu` if given) with stdin closed and stdout/stderr watched.
     pub fn spawn(cpu: Option<usize>, argv: &[String]) -> io::Result<Watched> {
-        let full = pinned_argv(cpu, argv);
+        let cpus = cpu.map(|c| c.to_string());
+        Watched::spawn_in(cpus.as_deref(), argv, &[], None)
+    }
+
+    /// Spawns `argv` pinned to the `taskset -c` list `cpus` (`0`, `0-1`, `0,2`) if given,
+    /// with extra environment variables and an optional working directory.
+    pub fn spawn_in(
+        cpus: Option<&str>,
+        argv: &[String],
+        env: &[(String, String)],
+        cwd: Option<&std::path::Path>,
+    ) -> io::Result<Watched> {
+        let full = pinned_argv_list(cpus, argv);
         let (program, args) = full
             .split_first()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty command line"))?;
-        let mut child = Command::new(program)
-            .args(args)
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()?;
+            .stderr(Stdio::piped());
+        if let Some(dir) = cwd {
+            cmd.current_dir(dir);
+        }
+        let mut child = cmd.spawn()?;
         let (tx, rx) = mpsc::channel();
         let tail = Arc::new(Mutex::new(VecDeque::new()));
         let stdout = child.stdout.take().expect("stdout is piped");
@@ -194,6 +216,45 @@ impl Watched {
                 return Ok(None);
             }
             thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Waits (at most `timeout`) for the child to exit and reaps it with `wait4`, which
+    /// also returns the CPU time (user + system, all its threads) it used over its life.
+    /// `Ok(None)` if it is still running at the timeout.
+    pub fn wait_with_cpu(
+        &mut self,
+        timeout: Duration,
+    ) -> io::Result<Option<(ExitStatus, Duration)>> {
+        use std::os::unix::process::ExitStatusExt;
+        if self.reaped.is_some() {
+            return Err(io::Error::other("already reaped: its CPU time is gone"));
+        }
+        let pid = libc::pid_t::try_from(self.pid())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "pid out of range"))?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            let mut status = 0;
+            // SAFETY: rusage is plain data, fully written by wait4 on success.
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: valid out pointers; `pid` is our own unreaped child (std's `Child`
+            // has not waited for it: `reaped` is None), so nothing else reaps it.
+            let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+            if r == pid {
+                let st = ExitStatus::from_raw(status);
+                self.reaped = Some(st);
+                let tv = |t: libc::timeval| {
+                    Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+                };
+                return Ok(Some((st, tv(usage.ru_utime) + tv(usage.ru_stime))));
+            }
+            if r < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+            thread::sleep(Duration::from_millis(2));
         }
     }
 
@@ -283,6 +344,29 @@ mod tests {
             .is_ok()
         {}
         assert_eq!(w.stderr_tail(), "oops");
+    }
+
+    #[test]
+    fn wait_with_cpu_reports_the_childs_cpu_time() {
+        let mut w = Watched::spawn(
+            None,
+            &argv(&[
+                "sh",
+                "-c",
+                "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done",
+            ]),
+        )
+        .unwrap();
+        let (st, cpu) = w.wait_with_cpu(Duration::from_secs(60)).unwrap().unwrap();
+        assert!(st.success());
+        assert!(cpu > Duration::from_millis(1), "a busy loop used {cpu:?}");
+        assert!(w.try_wait().unwrap().is_some(), "reaped");
+        let mut sleeper = Watched::spawn(None, &argv(&["sleep", "30"])).unwrap();
+        assert!(sleeper
+            .wait_with_cpu(Duration::from_millis(20))
+            .unwrap()
+            .is_none());
+        sleeper.stop(Duration::from_secs(2)).unwrap();
     }
 
     #[test]

@@ -85,6 +85,107 @@ pub fn read_cpu_steal(cpu: usize) -> io::Result<u64> {
     })
 }
 
+/// Parses the parent pid (field 4) of a `/proc/PID/stat` line.
+pub fn parse_ppid(line: &str) -> Option<u32> {
+    let close = line.rfind(')')?;
+    line[close + 1..]
+        .split_ascii_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// `pid` and every process descending from it (nginx's workers, a Python server's
+/// children), found by walking the parent links of `/proc/*/stat`.
+pub fn process_tree(pid: u32) -> Vec<u32> {
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    if let Ok(dir) = fs::read_dir("/proc") {
+        for entry in dir.flatten() {
+            let Some(p) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if let Some(pp) = fs::read_to_string(format!("/proc/{p}/stat"))
+                .ok()
+                .as_deref()
+                .and_then(parse_ppid)
+            {
+                parents.push((p, pp));
+            }
+        }
+    }
+    let mut tree = vec![pid];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(
+            parents
+                .iter()
+                .filter(|(_, pp)| *pp == parent)
+                .map(|(p, _)| *p),
+        );
+        i += 1;
+    }
+    tree
+}
+
+/// First field of a `schedstat` file: nanoseconds the task has run on a CPU.
+pub fn parse_schedstat(text: &str) -> Option<u64> {
+    text.split_ascii_whitespace().next()?.parse().ok()
+}
+
+/// CPU time (user + system) of every thread of process `pid`, in nanoseconds, from
+/// `/proc/PID/task/*/schedstat`: the scheduler's own runtime account, exact to the
+/// nanosecond where `/proc/PID/stat` counts 10 ms ticks (too coarse for rounds of a
+/// second). Threads that exited are not counted: servers keep theirs for a round.
+pub fn read_cpu_ns(pid: u32) -> io::Result<u64> {
+    let mut total = 0;
+    for entry in fs::read_dir(format!("/proc/{pid}/task"))? {
+        let path = entry?.path().join("schedstat");
+        // A thread may exit between the listing and the read.
+        if let Ok(text) = fs::read_to_string(&path) {
+            total += parse_schedstat(&text).ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("unparsable {}: {text:?}", path.display()),
+                )
+            })?;
+        }
+    }
+    Ok(total)
+}
+
+/// [`read_cpu_ns`] summed over `pid`'s process tree.
+pub fn read_tree_cpu_ns(pid: u32) -> io::Result<u64> {
+    let mut total = read_cpu_ns(pid)?;
+    for p in process_tree(pid).into_iter().skip(1) {
+        total += read_cpu_ns(p).unwrap_or(0);
+    }
+    Ok(total)
+}
+
+/// Resident set size in KiB from the text of `/proc/PID/status`.
+pub fn parse_vm_rss_kib(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_ascii_whitespace().nth(1)?.parse().ok()
+}
+
+/// Resident set size of `pid`'s process tree, in KiB.
+pub fn read_tree_rss_kib(pid: u32) -> io::Result<u64> {
+    let mut total = 0;
+    for (i, p) in process_tree(pid).into_iter().enumerate() {
+        match fs::read_to_string(format!("/proc/{p}/status")) {
+            Ok(text) => total += parse_vm_rss_kib(&text).unwrap_or(0),
+            Err(e) if i == 0 => return Err(e),
+            Err(_) => {}
+        }
+    }
+    Ok(total)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,6 +230,48 @@ mod tests {
         assert_eq!(parse_cpu_steal(text, 2), None);
         assert_eq!(parse_cpu_steal("cpu1 1 2 3\n", 1), None, "too few columns");
         assert!(read_cpu_steal(0).is_ok());
+    }
+
+    #[test]
+    fn tree_cpu_and_rss_of_a_parent_with_a_child() {
+        assert_eq!(
+            parse_ppid("4242 (a) b) S 17 4242 0"),
+            Some(17),
+            "comm with a parenthesis"
+        );
+        assert_eq!(
+            parse_schedstat("360449940 213023833 113\n"),
+            Some(360449940)
+        );
+        assert_eq!(
+            parse_vm_rss_kib("Name:\tx\nVmRSS:\t  1234 kB\n"),
+            Some(1234)
+        );
+        // A shell that burns CPU in a child: the tree sees the child, and its CPU.
+        let mut parent = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "sh -c 'i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; sleep 30' & wait",
+            ])
+            .spawn()
+            .unwrap();
+        let pid = parent.id();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while process_tree(pid).len() < 2 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let tree = process_tree(pid);
+        assert!(tree.len() >= 2, "{tree:?}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let own = read_cpu_ns(pid).unwrap();
+        let all = read_tree_cpu_ns(pid).unwrap();
+        assert!(all > own, "the child's CPU is counted: {all} vs {own}");
+        assert!(read_tree_rss_kib(pid).unwrap() > read_tree_rss_kib(tree[1]).unwrap());
+        for p in tree.iter().rev() {
+            // SAFETY: kill takes no pointers; these are processes this test started.
+            unsafe { libc::kill(*p as i32, libc::SIGKILL) };
+        }
+        let _ = parent.wait();
     }
 
     #[test]

@@ -162,7 +162,7 @@ fn client_reports_connect_failure() {
 }
 
 #[test]
-fn harness_records_a_round_and_skips_missing_peers() {
+fn harness_charges_the_servers_cpu_and_skips_missing_peers() {
     let json = std::env::temp_dir().join(format!("echo-bench-test-{}.json", std::process::id()));
     let out = Command::new(env!("CARGO_BIN_EXE_echo-bench"))
         .args([
@@ -190,8 +190,26 @@ fn harness_records_a_round_and_skips_missing_peers() {
     let floor: Vec<_> = rounds.iter().filter(|r| r["peer"] == "floor").collect();
     assert_eq!(floor.len(), 1);
     assert_eq!(floor[0]["ok"], true, "{}", floor[0]);
-    assert!(floor[0]["messages"].as_u64().unwrap() > 0);
-    assert!(floor[0]["server_cpu_s"].as_f64().unwrap() >= 0.0);
+    let messages = floor[0]["messages"].as_u64().unwrap();
+    assert!(messages > 0);
+    // The server's CPU is charged to the server: one that echoed messages used CPU; it
+    // was pinned to one core, so it used at most that core over the window; and the
+    // figure per message is that CPU over the messages.
+    let cpu_s = floor[0]["server_cpu_s"].as_f64().unwrap();
+    let share = floor[0]["server_cpu_share"].as_f64().unwrap();
+    let per_msg = floor[0]["server_cpu_us_per_msg"].as_f64().unwrap();
+    assert!(
+        cpu_s > 0.0,
+        "a server that echoed {messages} messages used no CPU: the harness did not measure it"
+    );
+    assert!(
+        share > 0.0 && share <= 1.05,
+        "a pinned server's CPU share {share}"
+    );
+    assert!(
+        (per_msg - cpu_s * 1e6 / messages as f64).abs() <= 1e-6 * per_msg,
+        "CPU per message {per_msg} is not {cpu_s} s over {messages} messages"
+    );
     // The ringway CLI may or may not be built next to the test binaries: either it has
     // a round or it was skipped with the build hint, never both, never neither.
     let ran = rounds.iter().any(|r| r["peer"] == "ringway-uring");

@@ -1,20 +1,32 @@
-//! The counted check of the runtime issue, independent of the machine's speed: under an
-//! echo load of 50 connections x 64 B,
-//! - ringway on io_uring makes far fewer than one `io_uring_enter` per echoed message
-//!   (it batches: one enter per loop turn, multishot receive, no per-message syscalls);
-//! - ringway on epoll makes no more syscalls per message than tokio's `current_thread`
-//!   echo server on the same load: exactly one `recv` and one `send` per message (no
-//!   `EAGAIN` probe reads), plus a share of `epoll_wait`.
+//! The counted check of the runtime issue, made of counts that do not depend on timing.
+//! Under an echo load of 50 connections x 64 B, with the server's syscalls counted by
+//! the kernel's tracepoints (`perf stat -e ... -p PID`, which does not slow the server
+//! down the way strace does) over the whole client run:
 //!
-//! Counts come from the kernel's tracepoints (`perf stat -e raw_syscalls:sys_enter,
-//! syscalls:sys_enter_io_uring_enter -p PID`), which do not slow the server down the way
-//! strace does. The `ringway` binary is built by this test with the cargo that runs it.
+//! - ringway on io_uring makes no `recv`/`send`-family syscall per message (every byte
+//!   moves through the ring; a few per connection at most) and far fewer than one
+//!   `io_uring_enter` per echoed message;
+//! - ringway on epoll makes exactly one receive and one send per message (no `EAGAIN`
+//!   probe read), give or take what a connection's set-up and end add (its final EOF
+//!   read, the messages in flight when the client stops), at most one `epoll_wait` per
+//!   message, and nothing else per message.
+//!
+//! `M` is the messages the client counted, `C` its connections: every bound below is
+//! `M` plus a multiple of `C` (receives at most `M + 3C`: an EOF read and the messages in
+//! flight around the client's window per connection; 103 extra over 280,636 messages in
+//! one run), whatever the machine's speed. A probe read per message would be `2M`. tokio's `current_thread`
+//! echo server is counted beside it as the reference, with the bounds it keeps whatever
+//! the timing (at least one receive and one send per message): its extra reads depend on
+//! timing (0.2% more reads than messages: 150 over 82,562 in one run), so it is
+//! no yardstick for an exact bound, which is why the old comparison "ringway-epoll within
+//! 1% of tokio" is gone. The `ringway` binary is built by this test with the cargo that
+//! runs it.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use ringway_bench::perfstat::{counter, parse_perf_csv, SYSCALL_EVENTS};
+use ringway_bench::perfstat::{counter, parse_perf_csv};
 use ringway_bench::process::{Stream, Watched};
 
 /// Directory of this profile's binaries (the test runs from `target/<profile>/deps`).
@@ -38,11 +50,35 @@ fn ringway_binary() -> PathBuf {
     bin
 }
 
+/// Connections of the load.
+const CONNS: u64 = 50;
+
+/// The tracepoints counted.
+const EVENTS: &[&str] = &[
+    "raw_syscalls:sys_enter",
+    "syscalls:sys_enter_io_uring_enter",
+    "syscalls:sys_enter_recvfrom",
+    "syscalls:sys_enter_read",
+    "syscalls:sys_enter_recvmsg",
+    "syscalls:sys_enter_sendto",
+    "syscalls:sys_enter_write",
+    "syscalls:sys_enter_sendmsg",
+    "syscalls:sys_enter_epoll_wait",
+    "syscalls:sys_enter_epoll_pwait",
+];
+
 /// Messages echoed and syscalls the server made while `echo-client` ran.
+#[derive(Debug)]
 struct Count {
     messages: u64,
     syscalls: u64,
     enters: u64,
+    /// recvfrom + read + recvmsg.
+    receives: u64,
+    /// sendto + write + sendmsg.
+    sends: u64,
+    /// epoll_wait + epoll_pwait.
+    waits: u64,
 }
 
 fn count(server_argv: &[String]) -> Count {
@@ -78,7 +114,7 @@ fn count(server_argv: &[String]) -> Count {
             "stat",
             "-x,",
             "-e",
-            SYSCALL_EVENTS,
+            &EVENTS.join(","),
             "-p",
             &server.pid().to_string(),
             "-o",
@@ -91,7 +127,14 @@ fn count(server_argv: &[String]) -> Count {
     // perf says nothing once attached; the server is idle until the client starts.
     std::thread::sleep(Duration::from_millis(500));
     let client = Command::new(env!("CARGO_BIN_EXE_echo-client"))
-        .args(["--addr", &addr, "--conns", "50", "--size", "64"])
+        .args([
+            "--addr",
+            &addr,
+            "--conns",
+            &CONNS.to_string(),
+            "--size",
+            "64",
+        ])
         .args(["--duration", "2", "--warmup", "0", "--json"])
         .output()
         .expect("run echo-client");
@@ -114,15 +157,57 @@ fn count(server_argv: &[String]) -> Count {
         messages > 1000,
         "too few messages to count anything: {messages}"
     );
+    // `<not counted>`: the event never fired while perf was attached.
+    let n = |events: &[&str]| -> u64 {
+        events
+            .iter()
+            .map(|e| counter(&counters, &format!("syscalls:sys_enter_{e}")).unwrap_or(0))
+            .sum()
+    };
+    assert!(
+        counters.iter().any(|c| c.event == "raw_syscalls:sys_enter"),
+        "perf output without the syscall counter: {text}"
+    );
     Count {
         messages,
         syscalls: counter(&counters, "raw_syscalls:sys_enter").expect("syscall count"),
-        enters: counter(&counters, "syscalls:sys_enter_io_uring_enter").expect("enter count"),
+        enters: n(&["io_uring_enter"]),
+        receives: n(&["recvfrom", "read", "recvmsg"]),
+        sends: n(&["sendto", "write", "sendmsg"]),
+        waits: n(&["epoll_wait", "epoll_pwait"]),
     }
 }
 
+/// The exact per-message accounting of an epoll server (see the module doc).
+fn assert_one_receive_and_one_send_per_message(name: &str, c: &Count) {
+    let (m, conns) = (c.messages, CONNS);
+    assert_eq!(c.enters, 0, "{name} must not touch io_uring: {c:?}");
+    assert!(
+        (m..=m + 3 * conns).contains(&c.receives),
+        "{name}: {} receives for {m} messages (one per message, plus per connection its EOF \
+         read and the messages in flight around the client's window): {c:?}",
+        c.receives
+    );
+    assert!(
+        (m..=m + 2 * conns).contains(&c.sends),
+        "{name}: {} sends for {m} messages: {c:?}",
+        c.sends
+    );
+    assert!(
+        c.waits <= m + conns,
+        "{name}: {} epoll waits for {m} messages, more than one per message: {c:?}",
+        c.waits
+    );
+    let other = c.syscalls - c.receives - c.sends - c.waits;
+    assert!(
+        other <= 10 * conns + 100,
+        "{name}: {other} syscalls besides receive, send and wait for {m} messages: \
+         something runs per message: {c:?}"
+    );
+}
+
 #[test]
-fn io_uring_enters_per_message_far_below_one_and_epoll_no_more_than_tokio() {
+fn io_uring_echo_makes_no_per_message_syscall_and_epoll_echo_one_receive_and_one_send_each() {
     let ringway = ringway_binary().display().to_string();
     let serve = |backend: &str| {
         vec![
@@ -143,36 +228,43 @@ fn io_uring_enters_per_message_far_below_one_and_epoll_no_more_than_tokio() {
         "--bind".into(),
         "127.0.0.1:0".into(),
     ]);
-    let per = |c: &Count, n: u64| n as f64 / c.messages as f64;
-    println!(
-        "syscalls per message: ringway-uring {:.3} (io_uring_enter {:.3}), ringway-epoll {:.3}, tokio {:.3}",
-        per(&uring, uring.syscalls),
-        per(&uring, uring.enters),
-        per(&epoll, epoll.syscalls),
-        per(&tokio, tokio.syscalls)
+    for (name, c) in [
+        ("ringway-uring", &uring),
+        ("ringway-epoll", &epoll),
+        ("tokio", &tokio),
+    ] {
+        let per = |n: u64| n as f64 / c.messages as f64;
+        println!(
+            "{name}: {} messages; per message: syscalls {:.3}, io_uring_enter {:.3}, receives {:.3}, sends {:.3}, epoll waits {:.3}",
+            c.messages,
+            per(c.syscalls),
+            per(c.enters),
+            per(c.receives),
+            per(c.sends),
+            per(c.waits)
+        );
+    }
+    // A few writes happen around connections (not per message: 38 for 68,257
+    // messages when this was written); a receive or send per message would be ~M.
+    assert!(
+        uring.receives + uring.sends + uring.waits <= 2 * CONNS,
+        "the io_uring backend moves every byte through the ring: {uring:?}"
     );
     assert!(
-        per(&uring, uring.enters) < 0.5,
-        "{} io_uring_enter calls for {} messages",
+        uring.enters * 2 < uring.messages,
+        "{} io_uring_enter calls for {} messages: the io_uring backend must batch",
         uring.enters,
         uring.messages
     );
+    let other = uring.syscalls - uring.enters;
     assert!(
-        per(&uring, uring.syscalls) < 0.6,
-        "io_uring backend makes other syscalls per message"
+        other <= 10 * CONNS + 100,
+        "ringway-uring: {other} syscalls besides io_uring_enter: {uring:?}"
     );
-    assert_eq!(epoll.enters, 0, "the epoll backend must not touch io_uring");
-    // Both make exactly one recv and one send per message; what remains is the share of
-    // epoll_wait, which depends on how many events one wait returns. 1% covers that
-    // share's drift between two processes measured one after the other.
+    assert_one_receive_and_one_send_per_message("ringway-epoll", &epoll);
+    // The reference counts the same syscalls: otherwise both would read zero.
     assert!(
-        per(&epoll, epoll.syscalls) <= per(&tokio, tokio.syscalls) * 1.01,
-        "ringway-epoll {:.3} syscalls/msg > tokio {:.3}",
-        per(&epoll, epoll.syscalls),
-        per(&tokio, tokio.syscalls)
-    );
-    assert!(
-        per(&epoll, epoll.syscalls) >= 2.0,
-        "an echo needs a recv and a send per message"
+        tokio.receives >= tokio.messages && tokio.sends >= tokio.messages,
+        "tokio's receives and sends are not the syscalls counted here: {tokio:?}"
     );
 }

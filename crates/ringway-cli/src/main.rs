@@ -9,6 +9,7 @@
 //! Each says where it listens and which backend won (`--backend`, `--threads`, `--pin`
 //! are shared: `runtime_args.rs`).
 
+mod bench;
 mod echo;
 mod load;
 mod runtime_args;
@@ -32,6 +33,8 @@ enum Command {
     Load(load::LoadArgs),
     /// HTTP/1.1 server (ringway-http): --hello, --json, --echo-request, --static DIR.
     Serve(serve::ServeArgs),
+    /// Benchmark suite: ringway and its peers on the scenarios of benchmarks.md.
+    Bench(Box<bench::BenchArgs>),
 }
 
 fn main() {
@@ -47,6 +50,7 @@ fn main() {
         Command::Echo(args) => echo::run(args),
         Command::Load(args) => load::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Bench(args) => bench::run(*args),
     };
     if let Err(e) = result {
         eprintln!("ringway: {e}");

@@ -3,7 +3,7 @@
 //!
 //! For each scenario and round, each peer in turn is started on core 0 (`taskset -c 0`)
 //! on a fresh loopback port, and `echo-client` on core 1. The server's CPU time is read
-//! from `/proc/PID/stat` when the client announces `measuring` (end of warm-up) and again
+//! from `/proc/PID/task/*/schedstat` (ns) when the client announces `measuring` (end of warm-up) and again
 //! after the client has exited; divided by the messages the client counted, that is the
 //! server's CPU per message, the number that separates servers when the client is the
 //! bottleneck. A round is clean only if one side had its core: the client's CPU share
@@ -29,11 +29,11 @@ use serde::Serialize;
 
 use ringway_bench::peers::{self, Peer};
 use ringway_bench::perfstat::{counter, parse_perf_csv, SYSCALL_EVENTS};
-use ringway_bench::ports::pick_free_port;
 use ringway_bench::process::{send_signal, Event, Stream, WaitError, Watched};
-use ringway_bench::procstat::{clock_ticks_per_second, read_cpu_steal, read_cpu_ticks};
+use ringway_bench::procstat::{clock_ticks_per_second, read_cpu_ns, read_cpu_steal};
 use ringway_bench::report::{render_scenario, RoundRecord};
 use ringway_bench::scenario::{parse_scenarios, Scenario};
+use ringway_bench::server::{self, LaunchSpec, RunningServer, KILL_GRACE, READY_TIMEOUT};
 use ringway_bench::strace::parse_strace_summary;
 use ringway_bench::table::{fmt_rate, render};
 
@@ -98,68 +98,14 @@ impl SyscallTool {
     }
 }
 
-/// How long a server may take to say `listening on`.
-const LISTEN_TIMEOUT: Duration = Duration::from_secs(10);
-/// Grace between SIGTERM and SIGKILL.
-const KILL_GRACE: Duration = Duration::from_secs(2);
-/// Attempts to start a server that exits at once (e.g. its port was taken meanwhile).
-const START_ATTEMPTS: usize = 3;
-
 struct Env {
     bin_dir: PathBuf,
     client: PathBuf,
     hz: f64,
 }
 
-/// A server that has printed its `listening on` line.
-struct Server {
-    proc: Watched,
-    port: u16,
-}
-
-fn start_server(peer: &Peer, cpu: usize) -> Result<Server, String> {
-    let mut last_err = String::new();
-    for _ in 0..START_ATTEMPTS {
-        let port = pick_free_port().map_err(|e| format!("no free port: {e}"))?;
-        let argv = peer.command(port);
-        let mut proc = Watched::spawn(Some(cpu), &argv)
-            .map_err(|e| format!("cannot start `{}`: {e}", argv.join(" ")))?;
-        // `contains`: the ringway CLI prints `ringway echo listening on ADDR (...)`.
-        match proc.wait_for_line(
-            Stream::Stdout,
-            |l| l.contains("listening on"),
-            LISTEN_TIMEOUT,
-        ) {
-            Ok(_) => return Ok(Server { proc, port }),
-            Err(WaitError::Timeout) => {
-                let tail = proc.stderr_tail();
-                let _ = proc.stop(KILL_GRACE);
-                return Err(format!(
-                    "no `listening on` line within {}s from `{}`; stderr: {tail}",
-                    LISTEN_TIMEOUT.as_secs(),
-                    argv.join(" ")
-                ));
-            }
-            Err(WaitError::Closed) => {
-                let status = proc.wait_timeout(KILL_GRACE).ok().flatten();
-                // Drain late stderr lines so the message is complete.
-                while proc
-                    .next_event(Instant::now() + Duration::from_millis(200))
-                    .is_ok()
-                {}
-                last_err = format!(
-                    "`{}` exited before listening ({}); stderr: {}",
-                    argv.join(" "),
-                    status
-                        .map(|s| s.to_string())
-                        .unwrap_or_else(|| "still running".into()),
-                    proc.stderr_tail()
-                );
-                let _ = proc.stop(KILL_GRACE);
-            }
-        }
-    }
-    Err(last_err)
+fn start_server(peer: &Peer, cpu: usize) -> Result<RunningServer, String> {
+    server::start(&LaunchSpec::new(peer.argv.clone()), Some(&cpu.to_string()))
 }
 
 /// What the client printed as its result.
@@ -258,11 +204,9 @@ fn run_round(env: &Env, args: &Args, sc: Scenario, peer: &Peer, round: usize) ->
     let steal = || -> Option<u64> { cores.iter().map(|&c| read_cpu_steal(c).ok()).sum() };
     let mut before = None;
     let client = run_client(env, args, sc, server.port, args.warmup, || {
-        before = read_cpu_ticks(pid)
-            .ok()
-            .map(|t| (t, Instant::now(), steal()));
+        before = read_cpu_ns(pid).ok().map(|t| (t, Instant::now(), steal()));
     });
-    let after = read_cpu_ticks(pid);
+    let after = read_cpu_ns(pid);
     let (window_end, steal_end) = (Instant::now(), steal());
     let server_alive = matches!(server.proc.try_wait(), Ok(None));
     let server_tail = server.proc.stderr_tail();
@@ -293,7 +237,7 @@ fn run_round(env: &Env, args: &Args, sc: Scenario, peer: &Peer, round: usize) ->
         .duration_since(window_start)
         .as_secs_f64()
         .max(1e-9);
-    let server_cpu_s = after.total().saturating_sub(before.total()) as f64 / env.hz;
+    let server_cpu_s = after.saturating_sub(before) as f64 / 1e9;
     let server_share = server_cpu_s / window;
     let steal_share = match (steal_start, steal_end) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64 / env.hz / window),
@@ -400,7 +344,7 @@ fn run_syscalls(env: &Env, args: &Args, peer: &Peer) -> SyscallRecord {
     match args.syscall_tool {
         SyscallTool::Strace => {
             let attached =
-                tracer.wait_for_line(Stream::Stderr, |l| l.contains("attached"), LISTEN_TIMEOUT);
+                tracer.wait_for_line(Stream::Stderr, |l| l.contains("attached"), READY_TIMEOUT);
             if let Err(e) = attached {
                 let tail = tracer.stderr_tail();
                 let _ = tracer.stop(KILL_GRACE);

@@ -26,11 +26,10 @@ use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::AsRawFd;
-use std::ptr;
-use std::sync::atomic::{AtomicU16, Ordering};
 
 use clap::Parser;
-use io_uring::{cqueue, opcode, squeue, types, IoUring, SubmissionQueue, Submitter};
+use io_uring::{cqueue, opcode, types, IoUring};
+use ringway_bench::floor_ring::{set_nodelay, BufRing, Sq};
 
 /// Submission queue entries.
 const SQ_ENTRIES: u32 = 1024;
@@ -65,129 +64,6 @@ struct Args {
     setup: String,
 }
 
-/// One slot of the shared buffer ring, laid out as the kernel's `struct io_uring_buf`.
-/// The `resv` field of slot 0 is the ring's tail.
-#[repr(C)]
-struct RawBuf {
-    addr: u64,
-    len: u32,
-    bid: u16,
-    resv: u16,
-}
-
-/// An anonymous, page-aligned, zeroed memory mapping.
-struct Mapping {
-    ptr: *mut u8,
-    len: usize,
-}
-
-impl Mapping {
-    fn new(len: usize) -> io::Result<Mapping> {
-        // SAFETY: an anonymous private mapping with no address hint touches no existing
-        // memory; the result is checked against MAP_FAILED before use.
-        let ptr = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(Mapping {
-            ptr: ptr.cast(),
-            len,
-        })
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: ptr/len are exactly what mmap returned. The mapping is dropped only after
-        // the io_uring that may use it (`run` drops the ring before the server), and no
-        // pointer into it outlives the `BufRing` that owns it.
-        unsafe {
-            libc::munmap(self.ptr.cast(), self.len);
-        }
-    }
-}
-
-/// The provided-buffer ring: the slots shared with the kernel, the buffers they point
-/// to, and our private copy of the tail.
-struct BufRing {
-    slots: Mapping,
-    buffers: Mapping,
-    /// Tail as we have advanced it; published to the kernel by [`BufRing::publish`].
-    tail: u16,
-    /// Buffers currently owned by the kernel (in the ring).
-    available: usize,
-}
-
-impl BufRing {
-    fn new() -> io::Result<BufRing> {
-        let mut ring = BufRing {
-            slots: Mapping::new(usize::from(BUF_COUNT) * std::mem::size_of::<RawBuf>())?,
-            buffers: Mapping::new(usize::from(BUF_COUNT) * BUF_SIZE)?,
-            tail: 0,
-            available: 0,
-        };
-        for bid in 0..BUF_COUNT {
-            ring.give_back(bid);
-        }
-        ring.publish();
-        Ok(ring)
-    }
-
-    fn slots_addr(&self) -> u64 {
-        self.slots.ptr as u64
-    }
-
-    /// Address of buffer `bid`.
-    fn buffer(&self, bid: u16) -> *const u8 {
-        assert!(
-            bid < BUF_COUNT,
-            "kernel returned an unknown buffer id {bid}"
-        );
-        // SAFETY: bid < BUF_COUNT, so the offset stays inside the buffers mapping.
-        unsafe { self.buffers.ptr.add(usize::from(bid) * BUF_SIZE) }
-    }
-
-    /// Puts buffer `bid` back at the tail (visible to the kernel after `publish`).
-    fn give_back(&mut self, bid: u16) {
-        let index = usize::from(self.tail & (BUF_COUNT - 1));
-        let addr = self.buffer(bid) as u64;
-        // SAFETY: index < BUF_COUNT, so the slot lies inside the slots mapping, which is
-        // suitably aligned (page-aligned, slots are 16 bytes). The slot at the tail is not
-        // yet published, so the kernel does not read it; we write its addr/len/bid fields
-        // only, never `resv`, which in slot 0 is the tail the kernel does read.
-        unsafe {
-            let slot = self.slots.ptr.cast::<RawBuf>().add(index);
-            ptr::addr_of_mut!((*slot).addr).write(addr);
-            ptr::addr_of_mut!((*slot).len).write(BUF_SIZE as u32);
-            ptr::addr_of_mut!((*slot).bid).write(bid);
-        }
-        self.tail = self.tail.wrapping_add(1);
-        self.available += 1;
-    }
-
-    /// Makes every buffer given back so far visible to the kernel.
-    fn publish(&self) {
-        // SAFETY: the tail is the `resv` field of slot 0, a 2-byte-aligned u16 inside the
-        // mapping that lives as long as `self`; the kernel only reads it, and all our
-        // accesses to it are atomic, as `AtomicU16::from_ptr` requires.
-        let tail = unsafe {
-            let slot0 = self.slots.ptr.cast::<RawBuf>();
-            AtomicU16::from_ptr(ptr::addr_of_mut!((*slot0).resv))
-        };
-        // Release: the slot contents written above become visible before the new tail.
-        tail.store(self.tail, Ordering::Release);
-    }
-}
-
 /// A send in flight: bytes `off..len` of buffer `bid`.
 #[derive(Clone, Copy)]
 struct InFlight {
@@ -208,27 +84,6 @@ struct Conn {
     queued: VecDeque<(u16, u32)>,
 }
 
-/// The submission side: pushes SQEs, flushing to the kernel if the queue is full.
-struct Sq<'a> {
-    submitter: Submitter<'a>,
-    queue: SubmissionQueue<'a>,
-}
-
-impl Sq<'_> {
-    fn push(&mut self, entry: squeue::Entry) -> io::Result<()> {
-        loop {
-            // SAFETY: every SQE pushed here refers either to an fd we own or to a provided
-            // buffer that stays in `BufRing` (untouched by us) until its CQE arrives.
-            if unsafe { self.queue.push(&entry) }.is_ok() {
-                return Ok(());
-            }
-            self.queue.sync();
-            self.submitter.submit()?;
-            self.queue.sync();
-        }
-    }
-}
-
 struct Server {
     conns: Vec<Conn>,
     bufs: BufRing,
@@ -242,7 +97,8 @@ fn arm_accept(sq: &mut Sq<'_>, listen_fd: i32) -> io::Result<()> {
         .flags(libc::SOCK_CLOEXEC)
         .build()
         .user_data(user_data(OP_ACCEPT, listen_fd));
-    sq.push(sqe)
+    // SAFETY: the accept takes no pointers of ours.
+    unsafe { sq.push(sqe) }
 }
 
 impl Server {
@@ -254,7 +110,9 @@ impl Server {
         let sqe = opcode::RecvMulti::new(types::Fd(fd), BGID)
             .build()
             .user_data(user_data(OP_RECV, fd));
-        sq.push(sqe)?;
+        // SAFETY: the receive writes only into provided buffers, which stay in `bufs`
+        // (untouched by us) until the kernel hands them over in a completion.
+        unsafe { sq.push(sqe)? };
         self.conn(fd).recv_armed = true;
         Ok(())
     }
@@ -266,7 +124,9 @@ impl Server {
             .flags(libc::MSG_NOSIGNAL)
             .build()
             .user_data(user_data(OP_SEND, fd));
-        sq.push(sqe)?;
+        // SAFETY: buffer `bid` stays out of the ring (so unwritten) until this send's
+        // completion gives it back.
+        unsafe { sq.push(sqe)? };
         self.conn(fd).send = Some(f);
         Ok(())
     }
@@ -302,7 +162,7 @@ impl Server {
         let bid = cqueue::buffer_select(flags);
         if res > 0 {
             let bid = bid.expect("a successful recv from a buffer ring names its buffer");
-            self.bufs.available -= 1;
+            self.bufs.taken(bid);
             let conn = self.conn(fd);
             if conn.closing {
                 self.bufs.give_back(bid);
@@ -323,12 +183,12 @@ impl Server {
         }
         if let Some(bid) = bid {
             // Not expected for res <= 0, but a buffer handed to us must never leak.
-            self.bufs.available -= 1;
+            self.bufs.taken(bid);
             self.bufs.give_back(bid);
         }
         if res == -libc::ENOBUFS {
             if !more {
-                if self.bufs.available > 0 {
+                if self.bufs.available() > 0 {
                     self.arm_recv(sq, fd)?;
                 } else {
                     self.starved.push(fd);
@@ -392,7 +252,8 @@ impl Server {
         let sqe = opcode::Close::new(types::Fd(fd))
             .build()
             .user_data(user_data(OP_CLOSE, fd));
-        sq.push(sqe)
+        // SAFETY: close takes no pointers.
+        unsafe { sq.push(sqe) }
     }
 
     fn handle(&mut self, sq: &mut Sq<'_>, cqe: &cqueue::Entry) -> io::Result<()> {
@@ -414,7 +275,7 @@ impl Server {
     }
 
     fn rearm_starved(&mut self, sq: &mut Sq<'_>) -> io::Result<()> {
-        while self.bufs.available > 0 {
+        while self.bufs.available() > 0 {
             let Some(fd) = self.starved.pop() else { break };
             let conn = self.conn(fd);
             if conn.open && !conn.closing && !conn.recv_armed {
@@ -425,29 +286,12 @@ impl Server {
     }
 }
 
-fn set_nodelay(fd: i32) {
-    let one: libc::c_int = 1;
-    // SAFETY: the option value points to a live c_int and its exact size is passed.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_NODELAY,
-            ptr::addr_of!(one).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        eprintln!("TCP_NODELAY on fd {fd}: {}", io::Error::last_os_error());
-    }
-}
-
 fn run(listener: &TcpListener, setup: &str) -> io::Result<()> {
     // Declared before the ring so that it is dropped after it: the kernel may use the
     // buffer ring's memory for as long as the ring exists.
     let mut server = Server {
         conns: Vec::new(),
-        bufs: BufRing::new()?,
+        bufs: BufRing::new(BUF_COUNT, BUF_SIZE)?,
         starved: Vec::new(),
         listen_fd: listener.as_raw_fd(),
     };
@@ -467,13 +311,8 @@ fn run(listener: &TcpListener, setup: &str) -> io::Result<()> {
     let mut ring: IoUring = builder
         .build(SQ_ENTRIES)
         .map_err(|e| io::Error::new(e.kind(), format!("io_uring setup: {e}")))?;
-    // SAFETY: the slots mapping is page-aligned, holds BUF_COUNT slots, and outlives the
-    // registration: `server` owns it and is dropped after `ring` (see above).
-    unsafe {
-        ring.submitter()
-            .register_buf_ring_with_flags(server.bufs.slots_addr(), BUF_COUNT, BGID, 0)
-            .map_err(|e| io::Error::new(e.kind(), format!("register buffer ring: {e}")))?;
-    }
+    // SAFETY: `server` owns the buffer ring and is dropped after `ring` (see above).
+    unsafe { server.bufs.register(&ring.submitter(), BGID)? };
     event_loop(&mut ring, &mut server, listener)
 }
 

@@ -1,0 +1,101 @@
+//! `--compare OLD.json`: each row's change against the same peer and variant of an
+//! earlier run, as ratios new / old (req/s, server CPU per request, p99, instructions).
+//!
+//! Absolute figures drift 20–30% between runs on a shared VM; instruction counts do not.
+//! The report says so beside the comparison.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::suite::results::Results;
+
+/// One row's change.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Change {
+    /// Peer.
+    pub peer: String,
+    /// Scenario.
+    pub scenario: String,
+    /// Variant.
+    pub variant: String,
+    /// New req/s over old.
+    pub rps: Option<f64>,
+    /// New CPU per request over old.
+    pub cpu: Option<f64>,
+    /// New p99 over old.
+    pub p99: Option<f64>,
+    /// New instructions per request over old.
+    pub instructions: Option<f64>,
+}
+
+fn ratio(new: Option<f64>, old: Option<f64>) -> Option<f64> {
+    match (new, old) {
+        (Some(n), Some(o)) if o > 0.0 && n > 0.0 => Some(n / o),
+        _ => None,
+    }
+}
+
+/// Reads an earlier `results.json`.
+pub fn load(path: &Path) -> Result<Results, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("--compare {}: {e}", path.display()))?;
+    serde_json::from_str(&text)
+        .map_err(|e| format!("--compare {}: not a results.json ({e})", path.display()))
+}
+
+/// The changes of every row of `new` that `old` also has.
+pub fn changes(new: &Results, old: &Results) -> Vec<Change> {
+    new.rows
+        .iter()
+        .filter_map(|n| {
+            let o = old.row(&n.peer, &n.scenario, &n.variant)?;
+            Some(Change {
+                peer: n.peer.clone(),
+                scenario: n.scenario.clone(),
+                variant: n.variant.clone(),
+                rps: ratio(Some(n.rps), Some(o.rps)),
+                cpu: ratio(n.cpu_us_per_req, o.cpu_us_per_req),
+                p99: ratio(Some(n.latency_us.p99), Some(o.latency_us.p99)),
+                instructions: ratio(n.instructions_per_req, o.instructions_per_req),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suite::results::Row;
+
+    #[test]
+    fn changes_match_rows_by_peer_and_variant() {
+        let row = |peer: &str, rps: f64, instr: Option<f64>| Row {
+            peer: peer.into(),
+            scenario: "S5".into(),
+            variant: "c50".into(),
+            rps,
+            cpu_us_per_req: Some(rps / 100.0),
+            instructions_per_req: instr,
+            ..Row::default()
+        };
+        let old = Results {
+            rows: vec![row("a", 100.0, Some(1000.0))],
+            ..Results::default()
+        };
+        let new = Results {
+            rows: vec![row("a", 110.0, Some(900.0)), row("b", 50.0, None)],
+            ..Results::default()
+        };
+        let c = changes(&new, &old);
+        assert_eq!(c.len(), 1, "b is new");
+        assert!((c[0].rps.unwrap() - 1.1).abs() < 1e-9);
+        assert!((c[0].instructions.unwrap() - 0.9).abs() < 1e-9);
+        let dir = std::env::temp_dir().join(format!("cmp-{}.json", std::process::id()));
+        std::fs::write(&dir, serde_json::to_string(&old).unwrap()).unwrap();
+        assert_eq!(load(&dir).unwrap(), old);
+        std::fs::write(&dir, "{}").unwrap();
+        assert!(load(&dir).unwrap_err().contains("not a results.json"));
+        std::fs::remove_file(&dir).unwrap();
+    }
+}

@@ -1,0 +1,417 @@
+//! The peer registry: every server the suite measures, in one table.
+//!
+//! Adding a peer is one entry in [`registry`]: a name, a line saying what it is, how it
+//! handles HTTP (parses it, or counts request heads), what its responses are allowed to
+//! differ in (declared, printed in the report), and a function that returns, for each
+//! service the suite asks for, the command line that starts it (or why it cannot).
+//! Everything else (pinning, ports, conformance, rounds, reports) is the harness's job.
+
+use std::path::{Path, PathBuf};
+
+use crate::canned::App;
+use crate::server::{LaunchSpec, Ready};
+use crate::suite::conformance::Deviation;
+use crate::suite::nginx;
+
+/// What a scenario asks a server to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Service {
+    /// Plain HTTP/1.1 answering the canned response of this app.
+    Http(App),
+    /// HTTPS (rustls or OpenSSL) answering the hello response.
+    Tls,
+    /// A TCP echo server (every byte sent back).
+    Echo,
+}
+
+/// How a peer treats HTTP: the report says which peers do the work of parsing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpWork {
+    /// Parses every request (method, target, headers) and frames the response.
+    Parses,
+    /// Counts `\r\n\r\n` and writes canned bytes, as the raw loops of the write-ups did.
+    CountsHeads,
+}
+
+/// Where the suite runs things: what a peer needs to build its command line.
+#[derive(Debug, Clone)]
+pub struct LaunchCtx {
+    /// Directory of `ringway` and the peer binaries (one cargo profile directory).
+    pub bin_dir: PathBuf,
+    /// Scratch directory of this run (generated configs, the body file, certificates).
+    pub work_dir: PathBuf,
+    /// The server's `taskset -c` list.
+    pub server_cpus: String,
+    /// How many cores the server has (threads / workers of multi-core peers).
+    pub server_threads: usize,
+    /// Directory holding [`crate::canned::BODY_FILE`] (for static-file servers).
+    pub static_dir: PathBuf,
+    /// TLS certificate and key (PEM), for [`Service::Tls`].
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// The largest connection count of the run (for backlogs and connection limits).
+    pub max_connections: usize,
+}
+
+impl LaunchCtx {
+    fn bin(&self, name: &str) -> String {
+        self.bin_dir.join(name).display().to_string()
+    }
+}
+
+/// What a peer answers for one service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Launch {
+    /// Start it with this.
+    Run(LaunchSpec),
+    /// The peer has no such server (e.g. hyper has no echo server): not a failure.
+    NotApplicable(&'static str),
+    /// The peer cannot run here; the string says why and how to fix it.
+    Unavailable(String),
+}
+
+/// One peer.
+#[derive(Debug, Clone)]
+pub struct PeerSpec {
+    /// Short name used in tables, JSON and `--peers`.
+    pub name: &'static str,
+    /// One line: what it is, as built here.
+    pub about: &'static str,
+    /// How it treats HTTP.
+    pub http: HttpWork,
+    /// What its responses differ in from ringway's (each checked, each printed).
+    pub deviations: &'static [Deviation],
+    /// In the run when `--peers` is not given.
+    pub default: bool,
+    /// The command for a service.
+    pub launch: fn(&LaunchCtx, Service) -> Launch,
+}
+
+/// `PROGRAM ARGS...`, each word a separate argument.
+fn words(s: &str) -> Vec<String> {
+    s.split_whitespace().map(str::to_string).collect()
+}
+
+/// A binary of this workspace: runs if it was built, else says how to build it.
+fn own_binary(ctx: &LaunchCtx, name: &str, args: &str, package: &str) -> Launch {
+    let path = ctx.bin_dir.join(name);
+    if !path.is_file() {
+        return Launch::Unavailable(format!(
+            "{} not found; build it: cargo build --release -p {package}",
+            path.display()
+        ));
+    }
+    Launch::Run(LaunchSpec::new(words(&format!("{} {args}", ctx.bin(name)))))
+}
+
+fn app_arg(app: App) -> &'static str {
+    match app {
+        App::Hello => "hello",
+        App::Body => "body",
+    }
+}
+
+const BIND: &str = "--bind 127.0.0.1:{port}";
+
+fn ringway(ctx: &LaunchCtx, service: Service, backend: &str) -> Launch {
+    let common = format!(
+        "--threads {} --backend {backend} {BIND}",
+        ctx.server_threads
+    );
+    let args = match service {
+        Service::Http(App::Hello) => format!("serve --hello --no-access-log {common}"),
+        Service::Http(App::Body) => format!(
+            "serve --static {} --no-access-log {common}",
+            ctx.static_dir.display()
+        ),
+        Service::Tls => match &ctx.tls {
+            Some((cert, key)) => format!(
+                "serve --hello --no-access-log --tls-cert {} --tls-key {} {common}",
+                cert.display(),
+                key.display()
+            ),
+            None => return Launch::Unavailable("no TLS certificate was made".into()),
+        },
+        Service::Echo => format!("echo {common}"),
+    };
+    own_binary(ctx, "ringway", &args, "ringway-cli")
+}
+
+fn raw_http(ctx: &LaunchCtx, service: Service, bin: &str, extra: &str) -> Launch {
+    match service {
+        Service::Http(app) => own_binary(
+            ctx,
+            bin,
+            &format!(
+                "{BIND} --threads {} --app {} {extra}",
+                ctx.server_threads,
+                app_arg(app)
+            ),
+            "ringway-bench",
+        ),
+        Service::Tls => Launch::NotApplicable("no TLS server"),
+        Service::Echo => Launch::NotApplicable("no echo server"),
+    }
+}
+
+fn echo_or(ctx: &LaunchCtx, service: Service, echo: Option<(&str, &str)>, http: Launch) -> Launch {
+    match (service, echo) {
+        (Service::Echo, Some((bin, extra))) => {
+            own_binary(ctx, bin, &format!("{BIND} {extra}"), "ringway-bench")
+        }
+        (Service::Echo, None) => Launch::NotApplicable("no echo server"),
+        _ => http,
+    }
+}
+
+/// Every peer the suite knows, in the order of its tables. **Add a peer here.**
+pub fn registry() -> Vec<PeerSpec> {
+    vec![
+        PeerSpec {
+            name: "ringway-uring",
+            about: "ringway serve --hello (ringway-http on the ringway runtime), io_uring backend",
+            http: HttpWork::Parses,
+            deviations: &[],
+            default: true,
+            launch: |ctx, s| ringway(ctx, s, "uring"),
+        },
+        PeerSpec {
+            name: "ringway-epoll",
+            about: "the same server on ringway's epoll backend (isolates the I/O API)",
+            http: HttpWork::Parses,
+            deviations: &[],
+            default: true,
+            launch: |ctx, s| ringway(ctx, s, "epoll"),
+        },
+        PeerSpec {
+            name: "hyper",
+            about: "tokio multi-thread (one worker per server core) + hyper 1 http1",
+            http: HttpWork::Parses,
+            deviations: &[],
+            default: true,
+            launch: |ctx, s| raw_http(ctx, s, "http-hyper", ""),
+        },
+        PeerSpec {
+            name: "tokio-raw",
+            about: "tokio current_thread per core, SO_REUSEPORT, hand-written HTTP loop (pingora's shape)",
+            http: HttpWork::CountsHeads,
+            deviations: &[],
+            default: true,
+            launch: |ctx, s| {
+                let http = raw_http(ctx, s, "http-tokio", "");
+                echo_or(ctx, s, Some(("echo-tokio", "")), http)
+            },
+        },
+        PeerSpec {
+            name: "monoio",
+            about: "monoio 0.2 (io_uring) as shipped, thread per core, raw HTTP loop",
+            http: HttpWork::CountsHeads,
+            deviations: &[],
+            default: true,
+            launch: |ctx, s| {
+                let http = raw_http(ctx, s, "http-monoio", "");
+                echo_or(ctx, s, Some(("echo-monoio", "")), http)
+            },
+        },
+        PeerSpec {
+            name: "monoio-coop",
+            about: "the same monoio server with its ring built with COOP_TASKRUN | TASKRUN_FLAG",
+            http: HttpWork::CountsHeads,
+            deviations: &[],
+            default: true,
+            launch: |ctx, s| {
+                let http = raw_http(ctx, s, "http-monoio", "--coop-taskrun");
+                echo_or(ctx, s, Some(("echo-monoio", "--coop-taskrun")), http)
+            },
+        },
+        PeerSpec {
+            name: "compio",
+            about: "compio 0.19 (io_uring) with its default ring, thread per core, raw HTTP loop",
+            http: HttpWork::CountsHeads,
+            deviations: &[],
+            default: true,
+            launch: |ctx, s| raw_http(ctx, s, "http-compio", ""),
+        },
+        PeerSpec {
+            name: "compio-tuned",
+            about: "the same compio server with SINGLE_ISSUER | DEFER_TASKRUN | COOP_TASKRUN",
+            http: HttpWork::CountsHeads,
+            deviations: &[],
+            default: true,
+            launch: |ctx, s| raw_http(ctx, s, "http-compio", "--tuned"),
+        },
+        PeerSpec {
+            name: "glommio",
+            about: "glommio 0.9 (io_uring), one executor per server core, raw HTTP loop",
+            http: HttpWork::CountsHeads,
+            deviations: &[],
+            default: true,
+            launch: |ctx, s| raw_http(ctx, s, "http-glommio", ""),
+        },
+        PeerSpec {
+            name: "may-minihttp",
+            about: "may_minihttp 0.1 (stackful coroutines on epoll, httparse), its own response writer",
+            http: HttpWork::Parses,
+            deviations: &[
+                Deviation::ReasonPhrase("Ok"),
+                Deviation::ServerValue("M"),
+                Deviation::HeaderNameCase,
+                Deviation::HeaderOrder,
+            ],
+            default: true,
+            launch: |ctx, s| raw_http(ctx, s, "http-may", ""),
+        },
+        PeerSpec {
+            name: "nginx",
+            about: "nginx from the system (generated config: workers = server cores, pinned, access_log off)",
+            http: HttpWork::Parses,
+            deviations: &[
+                Deviation::ServerValue("nginx"),
+                Deviation::HeaderNameCase,
+                Deviation::HeaderOrder,
+                Deviation::ExtraHeader("connection"),
+                Deviation::EtagValue,
+            ],
+            default: true,
+            launch: nginx::launch,
+        },
+        PeerSpec {
+            name: "floor",
+            about: "the floor: one thread straight on the io-uring crate, no runtime, no allocation per request",
+            http: HttpWork::CountsHeads,
+            deviations: &[],
+            default: true,
+            launch: |ctx, s| {
+                let http = match s {
+                    Service::Http(app) => own_binary(
+                        ctx,
+                        "http-floor",
+                        &format!("{BIND} --app {}", app_arg(app)),
+                        "ringway-bench",
+                    ),
+                    _ => Launch::NotApplicable("no TLS server"),
+                };
+                echo_or(ctx, s, Some(("echo-floor", "")), http)
+            },
+        },
+    ]
+}
+
+/// The peers named in `selection` (comma-separated, in registry order), or the default
+/// ones. Unknown names are an error that lists the known ones.
+pub fn select(all: &[PeerSpec], selection: Option<&str>) -> Result<Vec<PeerSpec>, String> {
+    let Some(selection) = selection else {
+        return Ok(all.iter().filter(|p| p.default).cloned().collect());
+    };
+    let wanted: Vec<&str> = selection
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .collect();
+    for name in &wanted {
+        if !all.iter().any(|p| p.name == *name) {
+            let known: Vec<&str> = all.iter().map(|p| p.name).collect();
+            return Err(format!(
+                "unknown peer {name:?}; known: {}",
+                known.join(", ")
+            ));
+        }
+    }
+    if wanted.is_empty() {
+        return Err("--peers names no peer".into());
+    }
+    Ok(all
+        .iter()
+        .filter(|p| wanted.contains(&p.name))
+        .cloned()
+        .collect())
+}
+
+/// `Some(ready)` override for peers whose readiness is not a `listening on` line.
+pub fn port_ready(mut spec: LaunchSpec) -> LaunchSpec {
+    spec.ready = Ready::PortOpen;
+    spec
+}
+
+/// The directory of the running executable (where cargo puts every binary of a
+/// profile, `ringway` and the peers alike).
+pub fn exe_dir() -> std::io::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    Ok(exe.parent().map(Path::to_path_buf).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(bin_dir: &str) -> LaunchCtx {
+        LaunchCtx {
+            bin_dir: PathBuf::from(bin_dir),
+            work_dir: PathBuf::from("/tmp/w"),
+            server_cpus: "0".into(),
+            server_threads: 1,
+            static_dir: PathBuf::from("/tmp/w/static"),
+            tls: None,
+            max_connections: 1000,
+        }
+    }
+
+    #[test]
+    fn names_are_unique_and_selection_keeps_registry_order() {
+        let all = registry();
+        let mut names: Vec<&str> = all.iter().map(|p| p.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), all.len());
+        let sel = select(&all, Some("floor, ringway-uring")).unwrap();
+        let got: Vec<&str> = sel.iter().map(|p| p.name).collect();
+        assert_eq!(got, ["ringway-uring", "floor"]);
+        let err = select(&all, Some("tokyo")).unwrap_err();
+        assert!(
+            err.contains("unknown peer") && err.contains("tokio-raw"),
+            "{err}"
+        );
+        assert!(select(&all, Some(" , ")).is_err());
+    }
+
+    #[test]
+    fn a_missing_binary_names_the_build_command() {
+        let all = registry();
+        let uring = all.iter().find(|p| p.name == "ringway-uring").unwrap();
+        match (uring.launch)(&ctx("/nonexistent"), Service::Http(App::Hello)) {
+            Launch::Unavailable(why) => {
+                assert!(
+                    why.contains("cargo build --release -p ringway-cli"),
+                    "{why}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        let hyper = all.iter().find(|p| p.name == "hyper").unwrap();
+        assert!(matches!(
+            (hyper.launch)(&ctx("/nonexistent"), Service::Echo),
+            Launch::NotApplicable(_)
+        ));
+    }
+
+    #[test]
+    fn ringway_commands_carry_threads_backend_and_port() {
+        let dir = std::env::temp_dir().join(format!("ringway-peers-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("ringway"), b"").unwrap();
+        let c = ctx(dir.to_str().unwrap());
+        let all = registry();
+        let epoll = all.iter().find(|p| p.name == "ringway-epoll").unwrap();
+        let Launch::Run(spec) = (epoll.launch)(&c, Service::Http(App::Hello)) else {
+            panic!()
+        };
+        let line = spec.command(4242).join(" ");
+        assert!(line.ends_with(
+            "ringway serve --hello --no-access-log --threads 1 --backend epoll --bind 127.0.0.1:4242"
+        ), "{line}");
+        let Launch::Run(spec) = (epoll.launch)(&c, Service::Http(App::Body)) else {
+            panic!()
+        };
+        assert!(spec.command(1).join(" ").contains("--static /tmp/w/static"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
