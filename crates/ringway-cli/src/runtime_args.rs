@@ -29,7 +29,7 @@ impl From<BackendArg> for Backend {
 
 /// `--backend`, `--threads`, `--pin`.
 #[derive(Debug, Args)]
-pub struct RuntimeArgs {
+pub(crate) struct RuntimeArgs {
     /// I/O backend (default: auto, or RINGWAY_BACKEND if set).
     #[arg(long, value_enum)]
     pub backend: Option<BackendArg>,
@@ -43,7 +43,7 @@ pub struct RuntimeArgs {
 
 impl RuntimeArgs {
     /// Builds the runtime these options describe.
-    pub fn build(&self) -> io::Result<Runtime> {
+    pub(crate) fn build(&self) -> io::Result<Runtime> {
         let mut b = Runtime::builder();
         if let Some(backend) = self.backend {
             b.backend(backend.into());

@@ -26,6 +26,15 @@ pub struct WriteQueue<K> {
     total: usize,
 }
 
+impl<K> std::fmt::Debug for WriteQueue<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteQueue")
+            .field("chunks", &self.chunks.len())
+            .field("bytes", &self.total)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<K> Default for WriteQueue<K> {
     fn default() -> Self {
         WriteQueue {

@@ -11,7 +11,7 @@ use super::session::Session;
 use crate::stats::record;
 
 /// Runs batches until the budget is spent (the deadline, if any, cuts it from outside).
-pub async fn run(ctx: Rc<CoreCtx>, size: usize) {
+pub(super) async fn run(ctx: Rc<CoreCtx>, size: usize) {
     let mut sessions: Vec<Option<(Session, u64)>> = (0..size).map(|_| None).collect();
     loop {
         if ctx.fatal.borrow().is_some() {

@@ -17,7 +17,7 @@ use crate::error::ErrorClass;
 use crate::stats::{record, Stats};
 
 /// See the [module docs](self).
-pub struct CoreCtx {
+pub(super) struct CoreCtx {
     /// The run's plan.
     pub plan: Arc<Plan>,
     /// This core's measurements.
@@ -40,7 +40,12 @@ pub struct CoreCtx {
 
 impl CoreCtx {
     /// A context for one core.
-    pub fn new(plan: Arc<Plan>, budget: u64, start: Instant, progress: Arc<AtomicU64>) -> Rc<Self> {
+    pub(super) fn new(
+        plan: Arc<Plan>,
+        budget: u64,
+        start: Instant,
+        progress: Arc<AtomicU64>,
+    ) -> Rc<Self> {
         let requests = plan
             .requests
             .iter()
@@ -68,7 +73,7 @@ impl CoreCtx {
     }
 
     /// Takes up to `want` request attempts from the budget; 0 when it is spent.
-    pub fn claim(&self, want: u64) -> u64 {
+    pub(super) fn claim(&self, want: u64) -> u64 {
         let left = self.budget.get();
         if left == u64::MAX {
             return want;
@@ -79,7 +84,7 @@ impl CoreCtx {
     }
 
     /// Gives back attempts claimed but not used.
-    pub fn refund(&self, n: u64) {
+    pub(super) fn refund(&self, n: u64) {
         let left = self.budget.get();
         if left != u64::MAX {
             self.budget.set(left + n);
@@ -87,7 +92,7 @@ impl CoreCtx {
     }
 
     /// Counts `n` failed request attempts of `class`.
-    pub fn fail(&self, class: ErrorClass, n: usize) {
+    pub(super) fn fail(&self, class: ErrorClass, n: usize) {
         self.stats.borrow_mut().errors.add(class, n as u64);
         let done = self.progress.load(Ordering::Relaxed);
         self.progress.store(done + n as u64, Ordering::Relaxed);
@@ -96,7 +101,7 @@ impl CoreCtx {
     /// Records a completed request: latency from `intended` (and, in open loop, from
     /// `sent` as well) to `now` (when its last bytes arrived), its status if it has
     /// one, and whether its body was right.
-    pub fn complete(
+    pub(super) fn complete(
         &self,
         intended: Instant,
         sent: Instant,
@@ -123,7 +128,7 @@ impl CoreCtx {
     }
 
     /// The bytes of `k` requests starting at URL `first` (round-robin).
-    pub fn request_bytes(&self, first: usize, k: usize) -> Bytes {
+    pub(super) fn request_bytes(&self, first: usize, k: usize) -> Bytes {
         let n = self.requests.len();
         if k == 1 {
             return self.requests[first % n].clone();

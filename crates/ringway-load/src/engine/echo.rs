@@ -14,7 +14,7 @@ use crate::error::ErrorClass;
 use crate::rng::Rng;
 
 /// What each message is.
-pub enum Messages {
+pub(super) enum Messages {
     /// The same `size` bytes every time (`one` is one message).
     Fixed {
         /// One message.
@@ -25,7 +25,7 @@ pub enum Messages {
 }
 
 /// An echo connection.
-pub struct EchoConn {
+pub(super) struct EchoConn {
     conn: Conn,
     messages: Messages,
     /// Bytes sent and not yet echoed, in order.
@@ -38,7 +38,7 @@ pub struct EchoConn {
 
 impl EchoConn {
     /// Wraps a connection.
-    pub fn new(conn: Conn, messages: Messages) -> Self {
+    pub(super) fn new(conn: Conn, messages: Messages) -> Self {
         EchoConn {
             conn,
             messages,
@@ -49,7 +49,7 @@ impl EchoConn {
     }
 
     /// Sends `k` messages and waits until all came back intact.
-    pub async fn exchange(
+    pub(super) async fn exchange(
         &mut self,
         ctx: &CoreCtx,
         k: usize,

@@ -12,7 +12,7 @@ use crate::response::{Done, ResponseParser};
 
 /// How an exchange ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub(super) enum Outcome {
     /// The connection can carry more requests.
     Open,
     /// The server closed it (after answering everything): reconnect.
@@ -23,7 +23,7 @@ pub enum Outcome {
 
 /// A request on the wire.
 #[derive(Debug, Clone, Copy)]
-pub struct Flight {
+pub(super) struct Flight {
     /// When it was meant to leave (open loop), else when it left.
     pub intended: Instant,
     /// When it left.
@@ -31,7 +31,7 @@ pub struct Flight {
 }
 
 /// An HTTP connection with its framing state.
-pub struct HttpConn {
+pub(super) struct HttpConn {
     conn: Conn,
     parser: ResponseParser,
     /// Bytes received but not yet used (a head split across reads).
@@ -41,7 +41,7 @@ pub struct HttpConn {
 
 impl HttpConn {
     /// Wraps a connection; bodies are compared with `expect` if given.
-    pub fn new(conn: Conn, expect: Option<Rc<[u8]>>) -> Self {
+    pub(super) fn new(conn: Conn, expect: Option<Rc<[u8]>>) -> Self {
         HttpConn {
             conn,
             parser: ResponseParser::new(expect),
@@ -51,7 +51,7 @@ impl HttpConn {
     }
 
     /// Sends `k` requests (URLs from `first` on) and waits for their responses.
-    pub async fn exchange(
+    pub(super) async fn exchange(
         &mut self,
         ctx: &CoreCtx,
         first: usize,

@@ -12,7 +12,7 @@ mod core;
 mod echo;
 mod http;
 mod pacer;
-pub mod plan;
+pub(crate) mod plan;
 mod session;
 mod slot;
 
@@ -28,7 +28,7 @@ use crate::config::Shape;
 use crate::stats::Stats;
 
 /// What one phase measured.
-pub struct PhaseResult {
+pub(crate) struct PhaseResult {
     /// Merged over cores.
     pub stats: Stats,
     /// Wall-clock time of the phase.
@@ -44,7 +44,7 @@ fn share(total: u64, parts: usize, i: usize) -> u64 {
 }
 
 /// Runs one phase on `rt`: `budget` request attempts at most, `duration` at most.
-pub fn run_phase(
+pub(crate) fn run_phase(
     rt: &Runtime,
     plan: &Arc<Plan>,
     budget: Option<u64>,

@@ -15,7 +15,7 @@ use crate::rng::Rng;
 use crate::stats::record;
 
 /// An open connection, HTTP or echo.
-pub enum Session {
+pub(super) enum Session {
     /// HTTP/1.1.
     Http(HttpConn),
     /// Raw echo.
@@ -26,7 +26,7 @@ impl Session {
     /// Connects to target `t` (counting the connection and its connect time). On
     /// failure the error is counted as one failed attempt; if this core never managed
     /// to connect, the run is marked as unable to start.
-    pub async fn connect(ctx: &CoreCtx, t: usize, slot: usize) -> Option<Session> {
+    pub(super) async fn connect(ctx: &CoreCtx, t: usize, slot: usize) -> Option<Session> {
         let plan = &ctx.plan;
         let target = &plan.targets[t];
         let t0 = Instant::now();
@@ -71,7 +71,7 @@ impl Session {
     }
 
     /// Sends `k` requests (or echo messages) and waits for every answer.
-    pub async fn exchange(
+    pub(super) async fn exchange(
         &mut self,
         ctx: &CoreCtx,
         first: usize,

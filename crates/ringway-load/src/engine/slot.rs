@@ -19,7 +19,7 @@ use crate::config::Shape;
 const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
 
 /// Runs slot `slot` (numbered over all cores) until the budget is spent.
-pub async fn run(ctx: Rc<CoreCtx>, slot: usize) {
+pub(super) async fn run(ctx: Rc<CoreCtx>, slot: usize) {
     let plan = ctx.plan.clone();
     let n = plan.targets.len();
     let same_origin = plan

@@ -3,7 +3,7 @@
 
 /// How responses are framed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// `Content-Length`.
     ContentLength,
     /// `Transfer-Encoding: chunked` with an extension and a trailer.
@@ -15,7 +15,7 @@ pub enum Mode {
 }
 
 /// What the start of a buffer holds.
-pub enum Parsed {
+pub(crate) enum Parsed {
     /// A whole request of `len` bytes; `status` to answer with.
     Request { len: usize, status: u16 },
     /// Not all of it yet.
@@ -25,7 +25,7 @@ pub enum Parsed {
 }
 
 /// Parses one request from the start of `buf`.
-pub fn parse_request(buf: &[u8]) -> Parsed {
+pub(crate) fn parse_request(buf: &[u8]) -> Parsed {
     let mut headers = [httparse::EMPTY_HEADER; 32];
     let mut req = httparse::Request::new(&mut headers);
     let head = match req.parse(buf) {
@@ -60,7 +60,7 @@ pub fn parse_request(buf: &[u8]) -> Parsed {
 }
 
 /// Appends the response to `out`. The body is always `Hello, World!`.
-pub fn respond(mode: Mode, status: u16, out: &mut Vec<u8>) {
+pub(crate) fn respond(mode: Mode, status: u16, out: &mut Vec<u8>) {
     let line = format!("HTTP/1.1 {status} X\r\nServer: t\r\nContent-Type: text/plain\r\n");
     out.extend_from_slice(line.as_bytes());
     match mode {

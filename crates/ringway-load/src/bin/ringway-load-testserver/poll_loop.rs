@@ -27,7 +27,7 @@ const ROUND_WAIT: Duration = Duration::from_millis(20);
 /// connection once, starting from a different one each round. Every responsive
 /// connection is thus served exactly once per round: two clients with the same number
 /// of connections get the same share, however their own speeds differ.
-pub fn serve(mode: Mode, work: Duration) {
+pub(crate) fn serve(mode: Mode, work: Duration) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     listener.set_nonblocking(true).expect("nonblocking");
     println!("listening on {}", listener.local_addr().expect("addr"));
