@@ -70,7 +70,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 pub use config::{Limit, LoadConfig, Payload, Shape, TlsOptions};
-pub use error::{ErrorClass, LoadError};
+pub use error::{LoadError, RequestFailure};
 pub use report::{Iteration, Latency, Report};
 pub use request::RequestSpec;
 

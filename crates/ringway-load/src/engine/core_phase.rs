@@ -1,5 +1,5 @@
-//! What the connections of one client core share: the plan, the core's measurements,
-//! its share of the request budget and the deadline. Everything here is core-local
+//! One client core's part of a phase: what the connections of that core share (the
+//! plan, the core's measurements, its share of the request budget, the phase's start). Everything here is core-local
 //! (`Rc`, `Cell`), so the request path touches no atomics but the progress counter,
 //! which only this core writes.
 
@@ -13,11 +13,12 @@ use bytes::Bytes;
 
 use super::plan::Plan;
 use crate::config::Shape;
-use crate::error::ErrorClass;
+use crate::error::RequestFailure;
 use crate::stats::{record, Stats};
 
-/// See the [module docs](self).
-pub(super) struct CoreCtx {
+/// One client core's part of a phase, shared by that core's connection tasks (see the
+/// [module docs](self)).
+pub(super) struct CorePhase {
     /// The run's plan.
     pub plan: Arc<Plan>,
     /// This core's measurements.
@@ -38,8 +39,8 @@ pub(super) struct CoreCtx {
     pub fatal: RefCell<Option<String>>,
 }
 
-impl CoreCtx {
-    /// A context for one core.
+impl CorePhase {
+    /// This core's part of a phase: `budget` request attempts, counted from `start`.
     pub(super) fn new(
         plan: Arc<Plan>,
         budget: u64,
@@ -59,7 +60,7 @@ impl CoreCtx {
         } else {
             Vec::new()
         };
-        Rc::new(CoreCtx {
+        Rc::new(CorePhase {
             plan,
             stats: RefCell::new(Stats::default()),
             budget: Cell::new(budget),
@@ -92,7 +93,7 @@ impl CoreCtx {
     }
 
     /// Counts `n` failed request attempts of `class`.
-    pub(super) fn fail(&self, class: ErrorClass, n: usize) {
+    pub(super) fn fail(&self, class: RequestFailure, n: usize) {
         self.stats.borrow_mut().errors.add(class, n as u64);
         let done = self.progress.load(Ordering::Relaxed);
         self.progress.store(done + n as u64, Ordering::Relaxed);
@@ -119,7 +120,7 @@ impl CoreCtx {
             s.status(code);
         }
         if !ok {
-            s.errors.add(ErrorClass::Body, 1);
+            s.errors.add(RequestFailure::Body, 1);
         }
         drop(s);
         // Only this core writes its counter: a plain store, no read-modify-write.
