@@ -711,7 +711,7 @@ impl<T: Transport> BodyIo<'_, T> {
                 return Ok(());
             }
             if pace {
-                poll_fn(|cx| r.pipe.poll_space(cx)).await;
+                poll_fn(|cx| r.queue.poll_space(cx)).await;
             }
             let bytes = self.input.bytes();
             let (used, wait) = match self.decoder.decode(bytes, &self.shared.cfg) {
@@ -722,7 +722,7 @@ impl<T: Transport> BodyIo<'_, T> {
                 Ok((n, Event::Data(a, b))) => {
                     // Nobody left to read it: frame it, drop it.
                     if r.has_reader() {
-                        r.pipe.push(Bytes::copy_from_slice(&bytes[a..b]));
+                        r.queue.push(Bytes::copy_from_slice(&bytes[a..b]));
                     }
                     // Decode again before waiting: the body may end right here.
                     (n, false)

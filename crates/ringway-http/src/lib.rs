@@ -51,6 +51,7 @@
 //! ```
 
 mod body;
+mod body_queue;
 mod body_reader;
 mod buffers;
 pub mod chunked;
@@ -69,7 +70,6 @@ mod header_maps;
 mod input;
 mod log;
 mod mime;
-mod pipe;
 mod request_line;
 mod response;
 mod select;
