@@ -87,11 +87,6 @@ impl ChunkedDecoder {
         }
     }
 
-    /// Whether the whole body has been decoded.
-    pub fn is_done(&self) -> bool {
-        self.state == State::Done
-    }
-
     /// Decodes from `input`; returns how many bytes were consumed and what was found.
     /// Call again with the rest of the input until `NeedMore` or `Done`.
     pub fn decode(&mut self, input: &[u8]) -> Result<(usize, Decoded), HttpError> {
