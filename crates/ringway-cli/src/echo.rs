@@ -14,7 +14,7 @@ pub(crate) struct EchoArgs {
     #[arg(long, default_value = "127.0.0.1:7000")]
     bind: SocketAddr,
     #[command(flatten)]
-    runtime: RuntimeArgs,
+    pub(crate) runtime: RuntimeArgs,
 }
 
 pub(crate) fn run(args: EchoArgs) -> io::Result<()> {

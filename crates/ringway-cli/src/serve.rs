@@ -24,7 +24,7 @@ pub(crate) struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:8080")]
     bind: SocketAddr,
     #[command(flatten)]
-    runtime: RuntimeArgs,
+    pub(crate) runtime: RuntimeArgs,
     /// Answer `Hello, World!` (text/plain) at `/` and `/plaintext`.
     #[arg(long, group = "mode")]
     hello: bool,
