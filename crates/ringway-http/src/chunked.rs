@@ -7,7 +7,7 @@
 //! fields, bounded, and discarded. Any deviation is a 400 and the connection closes.
 
 use crate::error::{ErrorClass, HttpError};
-use crate::framing::is_tchar;
+use crate::token::is_tchar;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {

@@ -77,6 +77,7 @@ mod server;
 mod shutdown;
 mod stats;
 pub mod tls;
+mod token;
 mod transport;
 mod view;
 
