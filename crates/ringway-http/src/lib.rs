@@ -74,6 +74,7 @@ mod request_line;
 mod response;
 mod select;
 mod server;
+mod server_state;
 mod shutdown;
 mod stats;
 pub mod tls;
