@@ -1,5 +1,8 @@
 //! The test server's HTTP: request heads by httparse, request bodies by Content-Length,
-//! and canned responses framed the way the mode says.
+//! canned responses framed the way the mode says, and the CPU work each request costs
+//! (`--work-us`).
+
+use std::time::{Duration, Instant};
 
 /// How responses are framed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,5 +74,16 @@ pub(crate) fn respond(mode: Mode, status: u16, out: &mut Vec<u8>) {
             b"Transfer-Encoding: chunked\r\n\r\n5;ext=1\r\nHello\r\n8\r\n, World!\r\n0\r\nX-Trailer: 1\r\n\r\n",
         ),
         Mode::Close => out.extend_from_slice(b"\r\nHello, World!"),
+    }
+}
+
+/// Spins for `d`: CPU work that makes this server the bottleneck.
+pub(crate) fn burn(d: Duration) {
+    if d.is_zero() {
+        return;
+    }
+    let t0 = Instant::now();
+    while t0.elapsed() < d {
+        std::hint::spin_loop();
     }
 }

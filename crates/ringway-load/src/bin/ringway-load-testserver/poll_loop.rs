@@ -126,7 +126,7 @@ fn serve_client(c: &mut Client, chunk: &mut [u8], mode: Mode, work: Duration) ->
             Parsed::Request { len, status } => {
                 REQUESTS.fetch_add(1, Ordering::SeqCst);
                 c.buf.drain(..len);
-                crate::burn(work);
+                http::burn(work);
                 let mut out = Vec::new();
                 http::respond(mode, status, &mut out);
                 if !write_all(&mut c.stream, &out) {

@@ -52,7 +52,7 @@ pub(crate) fn serve(cert: &str, key: &str, mode: Mode, work: Duration) {
                 while let Parsed::Request { len, status } = http::parse_request(&buf) {
                     REQUESTS.fetch_add(1, Ordering::SeqCst);
                     buf.drain(..len);
-                    crate::burn(work);
+                    http::burn(work);
                     http::respond(mode, status, &mut out);
                     answered += 1;
                 }
