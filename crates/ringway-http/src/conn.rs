@@ -240,13 +240,13 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
     /// runs the handler, appends the response.
     async fn exchange(&mut self, raw: &RawHead) -> Step {
         self.served += 1;
-        let keep = raw.keep_alive
+        let keep_alive = raw.keep_alive
             && self.served < self.shared.cfg.max_requests_per_connection
             && !self.watch.is_down();
         let info = ReqInfo {
             head: raw.is_head,
             version: raw.version,
-            close: !keep,
+            close: !keep_alive,
         };
         let after_head = self.input.bytes().len() - raw.len;
         let whole = match raw.body {
