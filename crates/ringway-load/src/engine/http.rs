@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::core_phase::CorePhase;
 use crate::conn::Conn;
 use crate::error::RequestFailure;
-use crate::response::{Done, ResponseParser};
+use crate::response::{CompleteResponse, ResponseParser};
 
 /// How an exchange ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,7 +171,7 @@ impl HttpConn {
         Ok((pos, false))
     }
 
-    fn complete(&mut self, phase: &CorePhase, d: &Done, now: Instant) {
+    fn complete(&mut self, phase: &CorePhase, d: &CompleteResponse, now: Instant) {
         let f = self
             .inflight
             .pop_front()
