@@ -20,7 +20,8 @@ pub(crate) enum Mode {
     Framed(u64),
 }
 
-/// See the [module docs](self).
+/// The plan of a run, made once before any client core starts (see the
+/// [module docs](self)).
 pub(crate) struct Plan {
     /// Resolved targets.
     pub targets: Vec<Target>,
