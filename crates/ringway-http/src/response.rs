@@ -10,7 +10,7 @@ use std::pin::Pin;
 use http::header::{HeaderName, HeaderValue};
 use http::{Response, StatusCode, Version};
 
-use crate::body::{Body, BodyStream, Inner};
+use crate::body::{Body, BodyStream, Contents};
 use crate::date::{generation, with_date};
 
 /// How a streamed body is framed on the wire.
@@ -231,10 +231,10 @@ impl<'a> ResponseHead<'a> {
     /// delimited by closing the connection).
     pub fn body(mut self, body: impl Into<Body>) -> Written {
         let body: Body = body.into();
-        let (len, stream) = match body.inner {
-            Inner::Empty => return self.bytes(&[]),
-            Inner::Full(b) => return self.bytes(&b),
-            Inner::Stream { len, stream } => (len, stream),
+        let (len, stream) = match body.contents {
+            Contents::Empty => return self.bytes(&[]),
+            Contents::Full(b) => return self.bytes(&b),
+            Contents::Stream { len, stream } => (len, stream),
         };
         let s = &mut self.slot;
         let framing = match len {
