@@ -21,7 +21,7 @@ use ringway_bench::suite::{self, Options};
 Scenarios: S1..S13 (S14 arrives with the Python loops); a variant as S5:c1000.
 Peers: ringway-uring, ringway-epoll, hyper, tokio-raw, monoio, monoio-coop, compio,
 compio-tuned, glommio, may-minihttp, nginx, floor.")]
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     /// Scenarios (S1..S13) or variants (S5:c1000), comma-separated; default: one of
     /// each of S1-S9.
     #[arg(long, value_name = "LIST")]
@@ -77,7 +77,7 @@ pub struct BenchArgs {
 }
 
 /// Runs `ringway bench`.
-pub fn run(args: BenchArgs) -> io::Result<()> {
+pub(crate) fn run(args: BenchArgs) -> io::Result<()> {
     let bin_dir = match args.bin_dir {
         Some(d) => d,
         None => suite::peers::exe_dir()?,
