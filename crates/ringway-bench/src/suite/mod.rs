@@ -301,7 +301,13 @@ pub fn run(opts: &Options) -> Result<Outcome, String> {
         };
         for (peer, bytes) in &outcome.response_bytes {
             if let Some(p) = results.peers.iter_mut().find(|p| &p.name == peer) {
-                if v.service == Service::Http(crate::canned::App::Hello) {
+                // A peer's hello response (the Python peers' is their HTTP server's).
+                let hello = match v.service {
+                    Service::Http(app) => app == crate::canned::App::Hello,
+                    Service::Python(server) => server.is_http(),
+                    _ => false,
+                };
+                if hello {
                     p.response_bytes = Some(*bytes);
                 }
             }
