@@ -23,7 +23,7 @@ crates/ringway-py/bench/run --setup-only); a variant as S5:c1000.
 Peers: ringway-uring, ringway-epoll, hyper, hyper-ringway, hyper-ringway-epoll (not by
 default), tokio-raw, monoio, monoio-coop, compio, compio-tuned, glommio, may-minihttp,
 nginx, floor; py-ringway, py-asyncio, py-uvloop, py-rloop (S14).")]
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     /// Scenarios (S1..S14) or variants (S5:c1000), comma-separated; default: one of
     /// each of S1-S9.
     #[arg(long, value_name = "LIST")]
@@ -79,7 +79,7 @@ pub struct BenchArgs {
 }
 
 /// Runs `ringway bench`.
-pub fn run(args: BenchArgs) -> io::Result<()> {
+pub(crate) fn run(args: BenchArgs) -> io::Result<()> {
     let bin_dir = match args.bin_dir {
         Some(d) => d,
         None => suite::peers::exe_dir()?,

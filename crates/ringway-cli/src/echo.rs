@@ -9,15 +9,15 @@ use ringway::net::{bind_per_core, ListenOptions, TcpListener, TcpStream};
 use crate::runtime_args::RuntimeArgs;
 
 #[derive(Debug, Args)]
-pub struct EchoArgs {
+pub(crate) struct EchoArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:7000")]
     bind: SocketAddr,
     #[command(flatten)]
-    runtime: RuntimeArgs,
+    pub(crate) runtime: RuntimeArgs,
 }
 
-pub fn run(args: EchoArgs) -> io::Result<()> {
+pub(crate) fn run(args: EchoArgs) -> io::Result<()> {
     let rt = args.runtime.build()?;
     // One listener per core, all made here so that a bad or taken address fails here
     // with a clear message, and port 0 resolves to one port shared by every core.

@@ -5,9 +5,9 @@
 use std::io;
 
 /// The arguments of `ringway load`.
-pub type LoadArgs = Box<ringway_load::cli::LoadArgs>;
+pub(crate) type LoadArgs = Box<ringway_load::cli::LoadArgs>;
 
 /// Runs `ringway load`.
-pub fn run(args: LoadArgs) -> io::Result<()> {
+pub(crate) fn run(args: LoadArgs) -> io::Result<()> {
     ringway_load::cli::run(*args)
 }

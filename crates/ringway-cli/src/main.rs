@@ -57,3 +57,56 @@ fn main() {
         std::process::exit(1);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::error::ErrorKind;
+    use clap::Parser;
+    use ringway::Backend;
+
+    use super::{Cli, Command};
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("ringway").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn backend_parses_for_every_command() {
+        let Command::Serve(serve) = parse(&["serve", "--backend", "epoll"]).unwrap().command else {
+            panic!("not serve")
+        };
+        assert_eq!(serve.runtime.backend, Some(Backend::Epoll));
+        let Command::Echo(echo) = parse(&["echo", "--backend", "uring"]).unwrap().command else {
+            panic!("not echo")
+        };
+        assert_eq!(echo.runtime.backend, Some(Backend::Uring));
+        let Command::Load(load) = parse(&["load", "--backend", "auto", "http://a/"])
+            .unwrap()
+            .command
+        else {
+            panic!("not load")
+        };
+        assert_eq!(load.backend, Some(Backend::Auto));
+    }
+
+    #[test]
+    fn backend_typo_says_what_was_expected() {
+        for args in [
+            &["serve", "--backend", "urng"][..],
+            &["echo", "--backend", "urng"],
+            &["load", "--backend", "urng", "http://a/"],
+        ] {
+            let e = parse(args).expect_err("a typo is refused");
+            assert_eq!(e.kind(), ErrorKind::InvalidValue);
+            let message = e.render().to_string();
+            assert!(
+                message.contains("[possible values: auto, uring, epoll]"),
+                "{message}"
+            );
+            assert!(
+                message.contains("a similar value exists: 'uring'"),
+                "{message}"
+            );
+        }
+    }
+}

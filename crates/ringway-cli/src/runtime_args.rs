@@ -3,36 +3,16 @@
 
 use std::io;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use ringway::{Backend, Runtime};
-
-/// Backend choice on the command line.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum BackendArg {
-    /// io_uring if the kernel allows, else epoll.
-    Auto,
-    /// io_uring or fail.
-    Uring,
-    /// epoll.
-    Epoll,
-}
-
-impl From<BackendArg> for Backend {
-    fn from(b: BackendArg) -> Backend {
-        match b {
-            BackendArg::Auto => Backend::Auto,
-            BackendArg::Uring => Backend::Uring,
-            BackendArg::Epoll => Backend::Epoll,
-        }
-    }
-}
+use ringway_load::cli::backend_parser;
 
 /// `--backend`, `--threads`, `--pin`.
 #[derive(Debug, Args)]
-pub struct RuntimeArgs {
+pub(crate) struct RuntimeArgs {
     /// I/O backend (default: auto, or RINGWAY_BACKEND if set).
-    #[arg(long, value_enum)]
-    pub backend: Option<BackendArg>,
+    #[arg(long, value_parser = backend_parser())]
+    pub backend: Option<Backend>,
     /// Worker threads (cores); default: one per CPU.
     #[arg(long)]
     pub threads: Option<usize>,
@@ -43,10 +23,10 @@ pub struct RuntimeArgs {
 
 impl RuntimeArgs {
     /// Builds the runtime these options describe.
-    pub fn build(&self) -> io::Result<Runtime> {
+    pub(crate) fn build(&self) -> io::Result<Runtime> {
         let mut b = Runtime::builder();
         if let Some(backend) = self.backend {
-            b.backend(backend.into());
+            b.backend(backend);
         }
         if let Some(t) = self.threads {
             b.worker_threads(t);

@@ -19,12 +19,12 @@ use ringway_http::{Body, Config, RequestView, Responder, Server, Written};
 use crate::runtime_args::RuntimeArgs;
 
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     bind: SocketAddr,
     #[command(flatten)]
-    runtime: RuntimeArgs,
+    pub(crate) runtime: RuntimeArgs,
     /// Answer `Hello, World!` (text/plain) at `/` and `/plaintext`.
     #[arg(long, group = "mode")]
     hello: bool,
@@ -78,7 +78,7 @@ enum Mode {
     Echo,
 }
 
-pub fn run(args: ServeArgs) -> io::Result<()> {
+pub(crate) fn run(args: ServeArgs) -> io::Result<()> {
     // Block SIGINT/SIGTERM before any thread starts (they inherit the mask); one thread
     // waits for them with sigwait and starts the graceful shutdown. The runtime has no
     // signal support of its own.

@@ -20,7 +20,7 @@ pub(crate) struct Signal {
 
 impl Signal {
     /// Raises the flag and wakes every accept loop. Idempotent.
-    pub fn raise(&self) {
+    pub(crate) fn raise(&self) {
         if self.down.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -30,12 +30,12 @@ impl Signal {
         }
     }
 
-    pub fn is_raised(&self) -> bool {
+    pub(crate) fn is_raised(&self) -> bool {
         self.down.load(Ordering::SeqCst)
     }
 
     /// Ready once raised.
-    pub fn poll_raised(&self, cx: &mut Context<'_>) -> Poll<()> {
+    pub(crate) fn poll_raised(&self, cx: &mut Context<'_>) -> Poll<()> {
         if self.is_raised() {
             return Poll::Ready(());
         }
@@ -84,20 +84,20 @@ impl CoreDrain {
     }
 
     /// Asks every connection to finish (graceful shutdown).
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         self.down.set(true);
         self.wake_all();
     }
 
     /// Asks every connection still open to stop now.
-    pub fn abort(&self) {
+    pub(crate) fn abort(&self) {
         self.down.set(true);
         self.abort.set(true);
         self.wake_all();
     }
 
     /// Counts a connection in; dropping the guard counts it out.
-    pub fn enter(self: &Rc<Self>) -> ConnGuard {
+    pub(crate) fn enter(self: &Rc<Self>) -> ConnGuard {
         let key = self.conns.borrow_mut().insert(None);
         ConnGuard {
             drain: self.clone(),
@@ -106,12 +106,12 @@ impl CoreDrain {
     }
 
     /// Open connections.
-    pub fn live(&self) -> usize {
+    pub(crate) fn live(&self) -> usize {
         self.conns.borrow().len()
     }
 
     /// Waits until every connection has gone.
-    pub async fn emptied(&self) {
+    pub(crate) async fn emptied(&self) {
         poll_fn(|cx| {
             if self.live() == 0 {
                 return Poll::Ready(());
@@ -132,7 +132,7 @@ pub(crate) struct ConnGuard {
 
 impl ConnGuard {
     /// What the drain asks now; registers `cx` to hear when that changes.
-    pub fn ask(&self, cx: &mut Context<'_>) -> Ask {
+    pub(crate) fn ask(&self, cx: &mut Context<'_>) -> Ask {
         if self.drain.abort.get() {
             return Ask::Abort;
         }

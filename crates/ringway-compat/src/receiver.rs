@@ -68,7 +68,7 @@ pub(crate) struct Receiver {
 }
 
 impl Receiver {
-    pub fn new(rx: RecvStream) -> Receiver {
+    pub(crate) fn new(rx: RecvStream) -> Receiver {
         Receiver {
             rx,
             held: None,
@@ -82,7 +82,7 @@ impl Receiver {
 
     /// The unread bytes of the current pool buffer, receiving the next one if it is
     /// used up. An empty slice means end of stream.
-    pub fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
+    pub(crate) fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
         if self.replay_pos < self.replay.len() {
             return Poll::Ready(Ok(&self.replay[self.replay_pos..]));
         }
@@ -116,7 +116,7 @@ impl Receiver {
     }
 
     /// Marks `n` bytes of what [`poll_fill`](Self::poll_fill) returned as read.
-    pub fn consume(&mut self, n: usize) {
+    pub(crate) fn consume(&mut self, n: usize) {
         if self.replay_pos < self.replay.len() {
             self.replay_pos = (self.replay_pos + n).min(self.replay.len());
             if self.replay_pos == self.replay.len() {
@@ -137,7 +137,7 @@ impl Receiver {
     /// Copies received bytes into `sink`: whatever is at hand without waiting once
     /// something was copied, and waits only if nothing was. `Ready(Ok(()))` with nothing
     /// copied means end of stream.
-    pub fn poll_read(
+    pub(crate) fn poll_read(
         &mut self,
         cx: &mut Context<'_>,
         sink: &mut impl ReadSink,
@@ -165,14 +165,14 @@ impl Receiver {
     }
 
     /// Bytes received and held (in a pool buffer, or put back), not yet read.
-    pub fn buffered(&self) -> usize {
+    pub(crate) fn buffered(&self) -> usize {
         self.replay.len() - self.replay_pos + self.held.as_ref().map_or(0, |b| b.len() - self.pos)
     }
 
     /// Puts `bytes` back in front of everything not yet read (a protocol sniffer that
     /// needed more than one pool buffer to decide).
     #[cfg(feature = "http2")]
-    pub fn unread(&mut self, mut bytes: Vec<u8>) {
+    pub(crate) fn unread(&mut self, mut bytes: Vec<u8>) {
         bytes.extend_from_slice(&self.replay[self.replay_pos..]);
         self.replay = bytes;
         self.replay_pos = 0;

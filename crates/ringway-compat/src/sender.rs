@@ -102,7 +102,7 @@ impl Failure {
 }
 
 impl<S: StreamSocket> Outbox<S> {
-    pub fn new(socket: S) -> Outbox<S> {
+    pub(crate) fn new(socket: S) -> Outbox<S> {
         Outbox {
             socket,
             gather: Vec::new(),
@@ -119,7 +119,7 @@ impl<S: StreamSocket> Outbox<S> {
     }
 
     /// Bytes accepted but not yet taken by the kernel.
-    pub fn unsent(&self) -> usize {
+    pub(crate) fn unsent(&self) -> usize {
         self.gather.len() + self.inflight_len
     }
 
@@ -142,7 +142,7 @@ impl<S: StreamSocket> Outbox<S> {
 
     /// Accepts as many of `bufs`' bytes as there is room for (all of them unless
     /// [`MAX_GATHER`] bytes already wait), or registers `cx` for room.
-    pub fn poll_write<B: Deref<Target = [u8]>>(
+    pub(crate) fn poll_write<B: Deref<Target = [u8]>>(
         &mut self,
         cx: &mut Context<'_>,
         bufs: &[B],
@@ -167,7 +167,7 @@ impl<S: StreamSocket> Outbox<S> {
 
     /// Ready once every accepted byte is queued with the send task (which the caller
     /// then kicks); an earlier send error if there was one.
-    pub fn poll_flush(&mut self) -> Poll<io::Result<()>> {
+    pub(crate) fn poll_flush(&mut self) -> Poll<io::Result<()>> {
         match &self.failed {
             Some(f) => Poll::Ready(Err(f.error())),
             None => Poll::Ready(Ok(())),
@@ -175,7 +175,7 @@ impl<S: StreamSocket> Outbox<S> {
     }
 
     /// Waits until the kernel has taken every byte, then shuts the write direction.
-    pub fn poll_shutdown(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    pub(crate) fn poll_shutdown(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         if self.shut {
             return Poll::Ready(Ok(()));
         }
@@ -201,7 +201,7 @@ impl<S: StreamSocket> Outbox<S> {
     /// What the stream must do so that queued bytes move: `Spawn` the send task, `Wake`
     /// it, or nothing (no bytes waiting, or a send in flight whose completion will wake
     /// it).
-    pub fn kick(&mut self) -> Kick {
+    pub(crate) fn kick(&mut self) -> Kick {
         if self.gather.is_empty() || self.inflight.is_some() {
             return Kick::None;
         }
@@ -217,7 +217,7 @@ impl<S: StreamSocket> Outbox<S> {
     }
 
     /// Called by the stream's drop: the task finishes what is queued and ends.
-    pub fn close(&mut self) -> Option<Waker> {
+    pub(crate) fn close(&mut self) -> Option<Waker> {
         self.closed = true;
         if !self.idle() && !self.spawned {
             // Bytes were written but never kicked (cannot happen through the stream's

@@ -118,8 +118,10 @@ impl ShutdownHandle {
 
 /// A hyper service served on every core of a ringway runtime.
 ///
-/// ```no_run
+/// ```
 /// use std::convert::Infallible;
+/// use std::io::{Read, Write};
+///
 /// use http::{Request, Response};
 /// use hyper::body::Incoming;
 /// use hyper::service::service_fn;
@@ -131,12 +133,26 @@ impl ShutdownHandle {
 ///
 /// fn main() -> std::io::Result<()> {
 ///     let rt = ringway::Runtime::new()?;
-///     let server = Server::http1(&rt.handle(), "127.0.0.1:8080", ServeOptions::default(), || {
+///     let server = Server::http1(&rt.handle(), "127.0.0.1:0", ServeOptions::default(), || {
 ///         service_fn(hello)
 ///     })?;
 ///     println!("listening on {}", server.local_addr());
+///     // A client on a thread of its own, which then stops the server.
+///     let addr = server.local_addr();
+///     let stop = server.shutdown_handle();
+///     let client = std::thread::spawn(move || {
+///         let mut response = String::new();
+///         let asked = std::net::TcpStream::connect(addr).and_then(|mut conn| {
+///             conn.write_all(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")?;
+///             conn.read_to_string(&mut response)
+///         });
+///         stop.shutdown();
+///         asked.map(|_| response)
+///     });
 ///     let report = rt.block_on(server.wait())?;
 ///     println!("{report:?}");
+///     assert!(client.join().unwrap()?.ends_with("Hello, World!"));
+///     assert_eq!(report.connections, 1);
 ///     Ok(())
 /// }
 /// ```

@@ -38,19 +38,27 @@ use crate::socket::StreamSocket;
 ///   are still delivered by the send task, for at most 30 s, before the socket closes.
 /// - **Backpressure**: writes wait once 256 KiB are queued behind a send in flight.
 ///
-/// ```no_run
+/// ```
 /// use ringway::net::TcpStream;
 /// use ringway_compat::CompatStream;
 /// use tokio::io::{AsyncReadExt, AsyncWriteExt};
 ///
 /// # fn main() -> std::io::Result<()> {
+/// # // An echo server on a thread of its own.
+/// # let echo = std::net::TcpListener::bind("127.0.0.1:0")?;
+/// # let addr = echo.local_addr()?;
+/// # std::thread::spawn(move || -> std::io::Result<u64> {
+/// #     let (conn, _) = echo.accept()?;
+/// #     std::io::copy(&mut &conn, &mut &conn)
+/// # });
 /// ringway::start(async {
-///     let tcp = TcpStream::connect("127.0.0.1:7000").await?;
+///     let tcp = TcpStream::connect(addr).await?; // e.g. "127.0.0.1:7000"
 ///     let mut stream = CompatStream::new(tcp);
 ///     stream.write_all(b"ping\n").await?;
 ///     stream.flush().await?;
 ///     let mut reply = [0u8; 5];
 ///     stream.read_exact(&mut reply).await?;
+///     assert_eq!(&reply, b"ping\n");
 ///     Ok(())
 /// })
 /// # }

@@ -11,15 +11,28 @@ use pin_project_lite::pin_project;
 /// call clones the service, waits for `poll_ready`, then calls it, as tower's contract
 /// asks.
 ///
-/// ```no_run
+/// ```
 /// use axum::{routing::get, Router};
 /// use ringway_compat::{ServeOptions, Server, TowerService};
 ///
 /// let rt = ringway::Runtime::new()?;
-/// let server = Server::http1(&rt.handle(), "127.0.0.1:3000", ServeOptions::default(), || {
+/// let server = Server::http1(&rt.handle(), "127.0.0.1:0", ServeOptions::default(), || {
 ///     TowerService(Router::new().route("/", get(|| async { "Hello, World!" })))
 /// })?;
+/// # // A client on a thread of its own, which then stops the server.
+/// # use std::io::{Read, Write};
+/// # let (addr, stop) = (server.local_addr(), server.shutdown_handle());
+/// # let client = std::thread::spawn(move || {
+/// #     let mut response = String::new();
+/// #     let asked = std::net::TcpStream::connect(addr).and_then(|mut conn| {
+/// #         conn.write_all(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")?;
+/// #         conn.read_to_string(&mut response)
+/// #     });
+/// #     stop.shutdown();
+/// #     asked.map(|_| response)
+/// # });
 /// rt.block_on(server.wait())?;
+/// # assert!(client.join().unwrap()?.ends_with("Hello, World!"));
 /// # Ok::<(), std::io::Error>(())
 /// ```
 #[derive(Debug, Clone)]

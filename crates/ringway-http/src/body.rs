@@ -43,9 +43,13 @@ where
     }
 }
 
-pub(crate) enum Inner {
+/// What a [`Body`] holds.
+pub(crate) enum Contents {
+    /// Nothing.
     Empty,
+    /// All of it, in one piece.
     Full(Bytes),
+    /// A stream of chunks, of `len` bytes in all when that is known.
     Stream {
         len: Option<u64>,
         stream: Pin<Box<dyn BodyStream>>,
@@ -62,14 +66,14 @@ pub(crate) enum Inner {
 /// stream with a known length is sent with `Content-Length`, one without is sent chunked
 /// (or, to an HTTP/1.0 client, delimited by closing).
 pub struct Body {
-    pub(crate) inner: Inner,
+    pub(crate) contents: Contents,
 }
 
 impl Body {
     /// No body.
     pub fn empty() -> Body {
         Body {
-            inner: Inner::Empty,
+            contents: Contents::Empty,
         }
     }
 
@@ -80,7 +84,7 @@ impl Body {
             Body::empty()
         } else {
             Body {
-                inner: Inner::Full(b),
+                contents: Contents::Full(b),
             }
         }
     }
@@ -88,7 +92,7 @@ impl Body {
     /// A streamed body; `len` is its exact length when known.
     pub fn from_stream(len: Option<u64>, stream: impl BodyStream + 'static) -> Body {
         Body {
-            inner: Inner::Stream {
+            contents: Contents::Stream {
                 len,
                 stream: Box::pin(stream),
             },
@@ -105,10 +109,10 @@ impl Body {
 
     /// The exact length, if known.
     pub fn len(&self) -> Option<u64> {
-        match &self.inner {
-            Inner::Empty => Some(0),
-            Inner::Full(b) => Some(b.len() as u64),
-            Inner::Stream { len, .. } => *len,
+        match &self.contents {
+            Contents::Empty => Some(0),
+            Contents::Full(b) => Some(b.len() as u64),
+            Contents::Stream { len, .. } => *len,
         }
     }
 
@@ -119,13 +123,13 @@ impl Body {
 
     /// The next chunk, `None` at the end.
     pub async fn chunk(&mut self) -> Option<io::Result<Bytes>> {
-        match std::mem::replace(&mut self.inner, Inner::Empty) {
-            Inner::Empty => None,
-            Inner::Full(b) => Some(Ok(b)),
-            Inner::Stream { len, mut stream } => {
+        match std::mem::replace(&mut self.contents, Contents::Empty) {
+            Contents::Empty => None,
+            Contents::Full(b) => Some(Ok(b)),
+            Contents::Stream { len, mut stream } => {
                 let r = poll_fn(|cx| stream.as_mut().poll_chunk(cx)).await;
                 if r.is_some() {
-                    self.inner = Inner::Stream { len, stream };
+                    self.contents = Contents::Stream { len, stream };
                 }
                 r
             }
@@ -134,7 +138,7 @@ impl Body {
 
     /// The whole body.
     pub async fn bytes(mut self) -> io::Result<Bytes> {
-        if let Inner::Full(b) = self.inner {
+        if let Contents::Full(b) = self.contents {
             return Ok(b);
         }
         let mut all = BytesMut::new();
@@ -153,10 +157,10 @@ impl Default for Body {
 
 impl fmt::Debug for Body {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.inner {
-            Inner::Empty => f.write_str("Body::Empty"),
-            Inner::Full(b) => write!(f, "Body::Full({} bytes)", b.len()),
-            Inner::Stream { len, .. } => write!(f, "Body::Stream(len {len:?})"),
+        match &self.contents {
+            Contents::Empty => f.write_str("Body::Empty"),
+            Contents::Full(b) => write!(f, "Body::Full({} bytes)", b.len()),
+            Contents::Stream { len, .. } => write!(f, "Body::Stream(len {len:?})"),
         }
     }
 }

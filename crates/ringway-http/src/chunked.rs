@@ -7,7 +7,7 @@
 //! fields, bounded, and discarded. Any deviation is a 400 and the connection closes.
 
 use crate::error::{ErrorClass, HttpError};
-use crate::framing::is_tchar;
+use crate::token::is_tchar;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -85,11 +85,6 @@ impl ChunkedDecoder {
             max_ext,
             max_trailer,
         }
-    }
-
-    /// Whether the whole body has been decoded.
-    pub fn is_done(&self) -> bool {
-        self.state == State::Done
     }
 
     /// Decodes from `input`; returns how many bytes were consumed and what was found.

@@ -36,7 +36,7 @@ use crate::response::{
     encode_error, push_hex, PendingBody, ReqInfo, Responder, StreamFraming, Written, CONTINUE,
 };
 use crate::select::{race, Either};
-use crate::server::Shared;
+use crate::server_state::ServerState;
 use crate::shutdown::Watch;
 use crate::transport::Transport;
 use crate::view::{RequestView, ViewBody};
@@ -74,7 +74,7 @@ pub(crate) struct Conn<T: Transport, H: ViewHandler> {
     input: Input,
     /// Responses not yet sent; lent by the core's pool only while there are some.
     out: Option<PooledBuf>,
-    shared: Arc<Shared>,
+    shared: Arc<ServerState>,
     handler: Rc<H>,
     watch: Watch,
     log: Option<Rc<CoreLog>>,
@@ -93,7 +93,7 @@ pub(crate) struct Conn<T: Transport, H: ViewHandler> {
 impl<T: Transport, H: ViewHandler> Conn<T, H> {
     pub(crate) fn new(
         t: T,
-        shared: Arc<Shared>,
+        shared: Arc<ServerState>,
         handler: Rc<H>,
         watch: Watch,
         log: Option<Rc<CoreLog>>,
@@ -240,13 +240,13 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
     /// runs the handler, appends the response.
     async fn exchange(&mut self, raw: &RawHead) -> Step {
         self.served += 1;
-        let keep = raw.keep_alive
+        let keep_alive = raw.keep_alive
             && self.served < self.shared.cfg.max_requests_per_connection
             && !self.watch.is_down();
         let info = ReqInfo {
             head: raw.is_head,
             version: raw.version,
-            close: !keep,
+            close: !keep_alive,
         };
         let after_head = self.input.bytes().len() - raw.len;
         let whole = match raw.body {
@@ -637,13 +637,13 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
 
 /// Runs a body that is whole in `body` (`n` bytes) through the decoder, which ends it.
 /// False if the decoder disagrees (it cannot, for a `Content-Length` body).
-fn whole_body(decoder: &mut RequestDecoder, body: &[u8], n: usize, shared: &Shared) -> bool {
+fn whole_body(decoder: &mut RequestDecoder, body: &[u8], n: usize, shared: &ServerState) -> bool {
     let cfg = &shared.cfg;
     matches!(decoder.decode(body, cfg), Ok((used, Event::Data(0, end))) if used == n && end == n)
         && matches!(decoder.decode(&body[n..], cfg), Ok((0, Event::BodyEnd)))
 }
 
-fn io_failed(shared: &Shared, e: &io::Error) {
+fn io_failed(shared: &ServerState, e: &io::Error) {
     if e.kind() == io::ErrorKind::InvalidData {
         shared.stats.tls_error();
     } else {
@@ -698,7 +698,7 @@ struct BodyIo<'c, T: Transport> {
     input: &'c mut Input,
     decoder: &'c mut RequestDecoder,
     timer: &'c mut Deadline,
-    shared: &'c Shared,
+    shared: &'c ServerState,
 }
 
 impl<T: Transport> BodyIo<'_, T> {
@@ -711,7 +711,7 @@ impl<T: Transport> BodyIo<'_, T> {
                 return Ok(());
             }
             if pace {
-                poll_fn(|cx| r.pipe.poll_space(cx)).await;
+                poll_fn(|cx| r.queue.poll_space(cx)).await;
             }
             let bytes = self.input.bytes();
             let (used, wait) = match self.decoder.decode(bytes, &self.shared.cfg) {
@@ -722,7 +722,7 @@ impl<T: Transport> BodyIo<'_, T> {
                 Ok((n, Event::Data(a, b))) => {
                     // Nobody left to read it: frame it, drop it.
                     if r.has_reader() {
-                        r.pipe.push(Bytes::copy_from_slice(&bytes[a..b]));
+                        r.queue.push(Bytes::copy_from_slice(&bytes[a..b]));
                     }
                     // Decode again before waiting: the body may end right here.
                     (n, false)

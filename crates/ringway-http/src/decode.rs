@@ -74,9 +74,9 @@ pub fn decode_stream(buf: &[u8], cfg: &Config) -> Stream {
         pos += used;
         if done {
             if let Some(r) = current.take() {
-                let keep = r.head.keep_alive;
+                let keep_alive = r.head.keep_alive;
                 s.requests.push(r);
-                if !keep {
+                if !keep_alive {
                     s.ignored = buf.len() - pos;
                     return s;
                 }

@@ -110,7 +110,7 @@ impl StaticFiles {
             Some(v) => v
                 .as_bytes()
                 .split(|&b| b == b',')
-                .map(crate::head::trim_ows)
+                .map(crate::token::trim_ows)
                 .any(|t| {
                     t == b"*"
                         || t == etag.as_bytes()
@@ -185,7 +185,7 @@ fn parse_range(v: &[u8], len: u64) -> RangeReq {
     if spec.contains(&b',') {
         return RangeReq::Full;
     }
-    let spec = crate::head::trim_ows(spec);
+    let spec = crate::token::trim_ows(spec);
     let Some(dash) = spec.iter().position(|&b| b == b'-') else {
         return RangeReq::Full;
     };

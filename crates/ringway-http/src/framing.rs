@@ -5,7 +5,7 @@
 use http::Version;
 
 use crate::error::{ErrorClass, HttpError};
-use crate::head::trim_ows;
+use crate::token::{is_tchar, trim_ows};
 
 /// The framing of a request body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,11 +84,4 @@ pub fn parse_length(v: &[u8]) -> Result<u64, HttpError> {
             .ok_or_else(|| HttpError::bad("Content-Length overflows"))?;
     }
     Ok(n)
-}
-
-/// RFC 9110 `tchar`.
-pub(crate) const fn is_tchar(b: u8) -> bool {
-    matches!(b, b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z'
-        | b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_'
-        | b'`' | b'|' | b'~')
 }

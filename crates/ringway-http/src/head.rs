@@ -17,7 +17,8 @@ use http::{Method, Uri, Version};
 use crate::config::{Config, MAX_HEADERS_CAP};
 use crate::error::{ErrorClass, HttpError};
 use crate::framing::{body_kind, BodyKind};
-use crate::request_line::parse_request_line;
+use crate::request_line::{parse_request_line, TARGET_CLASS};
+use crate::token::trim_ows;
 
 /// Longest target the `http` crate's `Uri` takes; a longer one is refused with 414
 /// here, so that building a `Uri` from a scanned head cannot fail.
@@ -569,22 +570,6 @@ fn version_error(buf: &[u8]) -> HttpError {
     }
 }
 
-/// Byte classes of an origin-form target: bit 0, allowed in the path; bit 1, allowed in
-/// the query. The same sets the `http` crate's `Uri` accepts (so a target that passes
-/// here always becomes a `Uri`), within what RFC 9112 allows on the wire (visible
-/// ASCII, no fragment).
-pub(crate) const TARGET_CLASS: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut b = 0x21;
-    while b <= 0x7e {
-        let path = matches!(b, 0x21 | 0x22 | 0x24..=0x3b | 0x3d | 0x40..=0x5f | 0x61..=0x7e);
-        let query = matches!(b, 0x21 | 0x24..=0x3b | 0x3d | 0x3f..=0x7e);
-        t[b] = path as u8 | (query as u8) << 1;
-        b += 1;
-    }
-    t
-};
-
 /// The target forms of RFC 9112 §3.2 other than origin form (which the request line's
 /// parser checked), each only where it belongs.
 fn check_other_target(method: &[u8], bytes: &[u8]) -> Result<Option<usize>, HttpError> {
@@ -608,17 +593,6 @@ fn check_other_target(method: &[u8], bytes: &[u8]) -> Result<Option<usize>, Http
     }
     // Rare forms: let the `http` crate judge them, as it will build them.
     Uri::try_from(bytes).map(|_| None).map_err(|_| bad())
-}
-
-/// Trims optional whitespace (SP and HTAB only: never NBSP or other bytes).
-pub(crate) fn trim_ows(mut v: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = v {
-        v = rest;
-    }
-    while let [rest @ .., b' ' | b'\t'] = v {
-        v = rest;
-    }
-    v
 }
 
 #[cfg(test)]

@@ -19,22 +19,39 @@
 //! - The access log never blocks a serving core: lines go to a log thread in batches,
 //!   and are dropped and counted if its sink does not keep up.
 //!
-//! ```no_run
+//! ```
+//! use std::io::{Read, Write};
+//!
 //! use http::{Request, Response};
 //! use ringway_http::{Body, Config, Server};
 //!
 //! fn main() -> std::io::Result<()> {
 //!     let rt = ringway::Runtime::new()?;
-//!     Server::new(Config::default()).run(&rt, "127.0.0.1:8080", || {
+//!     let running = Server::new(Config::default()).start(&rt, "127.0.0.1:0", || {
 //!         |req: Request<Body>| async move {
 //!             Response::new(Body::from(format!("you asked for {}\n", req.uri())))
 //!         }
 //!     })?;
+//!     // A client on a thread of its own; the server runs while `wait` drives the runtime.
+//!     let addr = running.local_addr();
+//!     let stop = running.shutdown_handle();
+//!     let client = std::thread::spawn(move || {
+//!         let mut response = String::new();
+//!         let asked = std::net::TcpStream::connect(addr).and_then(|mut conn| {
+//!             conn.write_all(b"GET /hello HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")?;
+//!             conn.read_to_string(&mut response)
+//!         });
+//!         stop.shutdown();
+//!         asked.map(|_| response)
+//!     });
+//!     running.wait(&rt);
+//!     assert!(client.join().unwrap()?.ends_with("you asked for /hello\n"));
 //!     Ok(())
 //! }
 //! ```
 
 mod body;
+mod body_queue;
 mod body_reader;
 mod buffers;
 pub mod chunked;
@@ -53,14 +70,15 @@ mod header_maps;
 mod input;
 mod log;
 mod mime;
-mod pipe;
 mod request_line;
 mod response;
 mod select;
 mod server;
+mod server_state;
 mod shutdown;
 mod stats;
 pub mod tls;
+mod token;
 mod transport;
 mod view;
 

@@ -38,7 +38,7 @@ const TOKEN: [bool; 256] = {
     let mut t = [false; 256];
     let mut b = 0;
     while b < 256 {
-        t[b] = crate::framing::is_tchar(b as u8);
+        t[b] = crate::token::is_tchar(b as u8);
         b += 1;
     }
     t
@@ -48,6 +48,22 @@ const TOKEN: [bool; 256] = {
 const PATH: u8 = 1;
 /// Class bit of bytes allowed in a query.
 const QUERY: u8 = 2;
+
+/// Byte classes of an origin-form target: [`PATH`], allowed in the path; [`QUERY`],
+/// allowed in the query. The same sets the `http` crate's `Uri` accepts (so a target
+/// that passes here always becomes a `Uri`), within what RFC 9112 allows on the wire
+/// (visible ASCII, no fragment).
+pub(crate) const TARGET_CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0x21;
+    while b <= 0x7e {
+        let path = matches!(b, 0x21 | 0x22 | 0x24..=0x3b | 0x3d | 0x40..=0x5f | 0x61..=0x7e);
+        let query = matches!(b, 0x21 | 0x24..=0x3b | 0x3d | 0x3f..=0x7e);
+        t[b] = if path { PATH } else { 0 } | if query { QUERY } else { 0 };
+        b += 1;
+    }
+    t
+};
 
 /// How many bytes at the start of `bytes` are in class `bit` of `classes`.
 fn span(bytes: &[u8], classes: &[u8; 256], bit: u8) -> usize {
@@ -68,7 +84,7 @@ fn span(bytes: &[u8], classes: &[u8; 256], bit: u8) -> usize {
 }
 
 /// The origin-form classes 16 bytes at a time (SSE2, which every x86_64 has): the same
-/// sets as [`crate::head::TARGET_CLASS`] (a property test below compares them).
+/// sets as [`TARGET_CLASS`] (a property test below compares them).
 #[cfg(target_arch = "x86_64")]
 mod simd {
     use std::arch::x86_64::*;
@@ -277,7 +293,7 @@ mod tests {
     }
 
     fn ours(buf: &[u8]) -> LineResult {
-        parse_request_line(buf, &crate::head::TARGET_CLASS).map(|l| {
+        parse_request_line(buf, &TARGET_CLASS).map(|l| {
             l.map(|l| RequestLine {
                 origin_path: None,
                 ..l
@@ -364,7 +380,7 @@ mod tests {
         /// The vector classes are the table's.
         #[test]
         fn span_agrees_with_the_table(bytes in prop::collection::vec(alphabet(), 0..70)) {
-            let classes = &crate::head::TARGET_CLASS;
+            let classes = &TARGET_CLASS;
             for bit in [PATH, QUERY] {
                 let scalar = bytes
                     .iter()
@@ -377,7 +393,7 @@ mod tests {
 
     #[test]
     fn every_byte_in_every_lane() {
-        let classes = &crate::head::TARGET_CLASS;
+        let classes = &TARGET_CLASS;
         for b in 0..=255u8 {
             for lane in 0..20 {
                 let mut v = vec![b'a'; 20];
@@ -396,7 +412,7 @@ mod tests {
 
     #[test]
     fn origin_path_and_classes() {
-        let classes = &crate::head::TARGET_CLASS;
+        let classes = &TARGET_CLASS;
         let l = parse_request_line(b"GET /a/b?c=d HTTP/1.1\r\n", classes)
             .unwrap()
             .unwrap();

@@ -10,7 +10,7 @@ use std::pin::Pin;
 use http::header::{HeaderName, HeaderValue};
 use http::{Response, StatusCode, Version};
 
-use crate::body::{Body, BodyStream, Inner};
+use crate::body::{Body, BodyStream, Contents};
 use crate::date::{generation, with_date};
 
 /// How a streamed body is framed on the wire.
@@ -120,7 +120,7 @@ pub struct Written {
 /// builder call).
 struct Slot<'a> {
     out: &'a mut Vec<u8>,
-    ctx: &'a ResponseContext,
+    context: &'a ResponseContext,
     start: u32,
     status: u16,
     info: ReqInfo,
@@ -137,12 +137,12 @@ impl Drop for Slot<'_> {
 
 impl<'a> Responder<'a> {
     /// A response appended to `out` (which must hold less than 4 GiB).
-    pub(crate) fn new(out: &'a mut Vec<u8>, info: ReqInfo, ctx: &'a ResponseContext) -> Self {
+    pub(crate) fn new(out: &'a mut Vec<u8>, info: ReqInfo, context: &'a ResponseContext) -> Self {
         let start = out.len() as u32;
         Responder {
             slot: Slot {
                 out,
-                ctx,
+                context,
                 start,
                 status: 200,
                 info,
@@ -160,14 +160,14 @@ impl<'a> Responder<'a> {
     pub fn status(mut self, status: StatusCode) -> ResponseHead<'a> {
         let s = &mut self.slot;
         s.status = status.as_u16();
-        s.ctx.put_head(s.out, status);
+        s.context.put_head(s.out, status);
         ResponseHead { slot: self.slot }
     }
 
     /// Whether the connection closes after this response (the client asked for it,
     /// the server is shutting down, or the connection served its limit of requests).
     pub fn closes(&self) -> bool {
-        self.slot.info.close || self.slot.ctx.down.get()
+        self.slot.info.close || self.slot.context.down.get()
     }
 
     /// Writes a whole `http` response. Its field map is kept by the core for the next
@@ -190,7 +190,7 @@ impl<'a> ResponseHead<'a> {
             || name == http::header::TRANSFER_ENCODING
             || name == http::header::CONNECTION
             || name == http::header::DATE
-            || (name == http::header::SERVER && self.slot.ctx.prefix.starts_with(b"server"))
+            || (name == http::header::SERVER && self.slot.context.prefix.starts_with(b"server"))
         {
             return self;
         }
@@ -231,10 +231,10 @@ impl<'a> ResponseHead<'a> {
     /// delimited by closing the connection).
     pub fn body(mut self, body: impl Into<Body>) -> Written {
         let body: Body = body.into();
-        let (len, stream) = match body.inner {
-            Inner::Empty => return self.bytes(&[]),
-            Inner::Full(b) => return self.bytes(&b),
-            Inner::Stream { len, stream } => (len, stream),
+        let (len, stream) = match body.contents {
+            Contents::Empty => return self.bytes(&[]),
+            Contents::Full(b) => return self.bytes(&b),
+            Contents::Stream { len, stream } => (len, stream),
         };
         let s = &mut self.slot;
         let framing = match len {
@@ -274,7 +274,7 @@ fn has_no_body(status: u16) -> bool {
 /// after this response.
 fn end_head(s: &mut Slot<'_>, framing: Option<StreamFraming>) -> bool {
     let out = &mut *s.out;
-    let mut close = s.info.close || s.ctx.down.get();
+    let mut close = s.info.close || s.context.down.get();
     match framing {
         Some(StreamFraming::Length(n)) => {
             // One append: the name, the digits, the line end.
@@ -427,10 +427,10 @@ mod tests {
 
     #[test]
     fn framing_is_the_servers() {
-        let ctx = ResponseContext::new(None);
+        let context = ResponseContext::new(None);
         let mut out = Vec::new();
         let ct = HeaderValue::from_static("text/plain");
-        let w = Responder::new(&mut out, info(false, Version::HTTP_11, false), &ctx)
+        let w = Responder::new(&mut out, info(false, Version::HTTP_11, false), &context)
             .ok()
             .header(&http::header::CONTENT_TYPE, &ct)
             .header(
@@ -445,7 +445,7 @@ mod tests {
         );
         // HEAD: the length, no body; HTTP/1.0 keep-alive said so.
         let mut out = Vec::new();
-        Responder::new(&mut out, info(true, Version::HTTP_10, false), &ctx)
+        Responder::new(&mut out, info(true, Version::HTTP_10, false), &context)
             .ok()
             .bytes(b"hi");
         assert_eq!(
@@ -454,7 +454,7 @@ mod tests {
         );
         // 304: neither; closing.
         let mut out = Vec::new();
-        Responder::new(&mut out, info(false, Version::HTTP_11, true), &ctx)
+        Responder::new(&mut out, info(false, Version::HTTP_11, true), &context)
             .status(StatusCode::NOT_MODIFIED)
             .bytes(b"ignored");
         assert_eq!(
@@ -486,10 +486,10 @@ mod tests {
 
     #[test]
     fn an_unfinished_response_leaves_nothing() {
-        let ctx = ResponseContext::new(None);
+        let context = ResponseContext::new(None);
         let mut out = b"earlier".to_vec();
         {
-            let head = Responder::new(&mut out, info(false, Version::HTTP_11, false), &ctx)
+            let head = Responder::new(&mut out, info(false, Version::HTTP_11, false), &context)
                 .ok()
                 .header(&http::header::CONTENT_TYPE, &HeaderValue::from_static("x"));
             drop(head);

@@ -19,35 +19,40 @@ use crate::conn::Conn;
 use crate::handler::{Handler, HttpTypes, ViewHandler};
 use crate::log::{AccessLog, CoreLog};
 use crate::select::{race, Either};
+use crate::server_state::ServerState;
 use crate::shutdown::{CoreState, ShutdownHandle};
 use crate::stats::{Stats, StatsSnapshot};
 use crate::transport::Tcp;
 
-/// What every core of one server shares (read-only, or atomic).
-pub(crate) struct Shared {
-    pub cfg: Config,
-    pub tls: Option<Arc<rustls::ServerConfig>>,
-    pub stats: Arc<Stats>,
-    /// The shortest timeout: how far ahead a connection's timer is armed.
-    pub tick: Duration,
-    pub log: Option<Arc<AccessLog>>,
-    pub(crate) id: u64,
-    pub(crate) global: Arc<AtomicBool>,
-}
-
 /// An HTTP/1.1 server, configured and not yet listening.
 ///
-/// ```no_run
+/// ```
+/// use std::io::{Read, Write};
+///
 /// use http::{Request, Response};
 /// use ringway_http::{Body, Config, Server};
 ///
 /// fn main() -> std::io::Result<()> {
 ///     let rt = ringway::Runtime::new()?;
-///     Server::new(Config::default()).run(&rt, "127.0.0.1:8080", || {
+///     let running = Server::new(Config::default()).start(&rt, "127.0.0.1:0", || {
 ///         |req: Request<Body>| async move {
 ///             Response::new(Body::from(format!("you asked for {}\n", req.uri())))
 ///         }
 ///     })?;
+///     // A client on a thread of its own; the server runs while `wait` drives the runtime.
+///     let addr = running.local_addr();
+///     let stop = running.shutdown_handle();
+///     let client = std::thread::spawn(move || {
+///         let mut response = String::new();
+///         let asked = std::net::TcpStream::connect(addr).and_then(|mut conn| {
+///             conn.write_all(b"GET /hello HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")?;
+///             conn.read_to_string(&mut response)
+///         });
+///         stop.shutdown();
+///         asked.map(|_| response)
+///     });
+///     running.wait(&rt);
+///     assert!(client.join().unwrap()?.ends_with("you asked for /hello\n"));
 ///     Ok(())
 /// }
 /// ```
@@ -140,7 +145,7 @@ impl Server {
         .unwrap_or_default();
         let global = Arc::new(AtomicBool::new(false));
         let drain = self.cfg.drain_timeout;
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(ServerState {
             cfg: self.cfg,
             tls: self.tls,
             stats: stats.clone(),
@@ -252,7 +257,11 @@ impl Running {
 }
 
 /// One core's accept loop, then its drain.
-async fn serve_core<H: ViewHandler>(listener: TcpListener, shared: Arc<Shared>, handler: Rc<H>) {
+async fn serve_core<H: ViewHandler>(
+    listener: TcpListener,
+    shared: Arc<ServerState>,
+    handler: Rc<H>,
+) {
     let state = CoreState::register(
         shared.id,
         shared.global.clone(),
@@ -298,7 +307,7 @@ async fn serve_core<H: ViewHandler>(listener: TcpListener, shared: Arc<Shared>, 
 
 fn serve_stream<H: ViewHandler>(
     stream: TcpStream,
-    shared: Arc<Shared>,
+    shared: Arc<ServerState>,
     handler: Rc<H>,
     state: &Rc<CoreState>,
     log: Option<Rc<CoreLog>>,
@@ -348,7 +357,7 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let _client = std::net::TcpStream::connect(addr).unwrap();
         let (stream, _) = listener.accept().await.unwrap();
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(ServerState {
             cfg: Config::default(),
             tls: None,
             stats: Arc::new(Stats::default()),

@@ -22,7 +22,7 @@ thread_local! {
 /// closes connections once it is set) and the live connections.
 pub(crate) struct CoreState {
     id: u64,
-    ctx: ResponseContext,
+    context: ResponseContext,
     global: Arc<AtomicBool>,
     watchers: RefCell<Slab<Option<Waker>>>,
     drained: RefCell<Option<Waker>>,
@@ -37,7 +37,7 @@ impl CoreState {
     ) -> Rc<CoreState> {
         let s = Rc::new(CoreState {
             id,
-            ctx: ResponseContext::new(server),
+            context: ResponseContext::new(server),
             global,
             watchers: RefCell::new(Slab::new()),
             drained: RefCell::new(None),
@@ -55,7 +55,7 @@ impl CoreState {
     }
 
     fn trigger(&self) {
-        self.ctx.down.set(true);
+        self.context.down.set(true);
         let wakers: Vec<Waker> = self
             .watchers
             .borrow_mut()
@@ -109,7 +109,7 @@ impl Watch {
 
     /// Poll form of [`down`](Self::down).
     pub(crate) fn poll_down(&self, cx: &mut Context<'_>) -> Poll<()> {
-        if self.state.ctx.down.get() {
+        if self.state.context.down.get() {
             return Poll::Ready(());
         }
         let mut w = self.state.watchers.borrow_mut();
@@ -123,12 +123,12 @@ impl Watch {
     }
 
     pub(crate) fn is_down(&self) -> bool {
-        self.state.ctx.down.get()
+        self.state.context.down.get()
     }
 
     /// What this core's responses share (the server's name, the shutdown flag).
     pub(crate) fn response_context(&self) -> &ResponseContext {
-        &self.state.ctx
+        &self.state.context
     }
 }
 

@@ -34,7 +34,8 @@ enum State {
     Done,
 }
 
-/// See the [module docs](self).
+/// An incremental, strict decoder of one chunked response body (see the
+/// [module docs](self)).
 #[derive(Debug, Clone)]
 pub struct ChunkedDecoder {
     state: State,

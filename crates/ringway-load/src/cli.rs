@@ -5,7 +5,8 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::Args;
 
 use crate::config::{Limit, LoadConfig, Payload, Shape, TlsOptions};
 use crate::error::LoadError;
@@ -105,29 +106,20 @@ pub struct LoadArgs {
     #[arg(long)]
     pub no_progress: bool,
     /// The client's I/O backend (default: RINGWAY_BACKEND, else auto).
-    #[arg(long, value_enum)]
-    pub backend: Option<BackendArg>,
+    #[arg(long, value_parser = backend_parser())]
+    pub backend: Option<ringway::Backend>,
 }
 
-/// `--backend` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum BackendArg {
-    /// io_uring if the kernel allows, else epoll.
-    Auto,
-    /// io_uring or fail.
-    Uring,
-    /// epoll.
-    Epoll,
-}
-
-impl From<BackendArg> for ringway::Backend {
-    fn from(b: BackendArg) -> Self {
-        match b {
-            BackendArg::Auto => ringway::Backend::Auto,
-            BackendArg::Uring => ringway::Backend::Uring,
-            BackendArg::Epoll => ringway::Backend::Epoll,
-        }
-    }
+/// The `--backend` parser of every `ringway` command: clap offers (in `--help`) and
+/// suggests (after a typo) the values `auto`, `uring` and `epoll`; [`ringway::Backend`]'s
+/// `FromStr` makes the value.
+pub fn backend_parser() -> impl TypedValueParser<Value = ringway::Backend> {
+    PossibleValuesParser::new([
+        PossibleValue::new("auto").help("io_uring if the kernel allows, else epoll"),
+        PossibleValue::new("uring").help("io_uring or fail"),
+        PossibleValue::new("epoll").help("epoll"),
+    ])
+    .try_map(|name| name.parse::<ringway::Backend>())
 }
 
 /// Parses `10s`, `500ms`, `2m`, `1h`, `250us` or a bare number of seconds.
@@ -228,7 +220,7 @@ impl LoadArgs {
             },
             warmup: self.warmup,
             progress: !self.no_progress,
-            backend: self.backend.map(Into::into),
+            backend: self.backend,
         })
     }
 }

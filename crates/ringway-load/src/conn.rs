@@ -20,6 +20,7 @@ use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection};
 
 /// Bytes received: a pool buffer (plain) or decrypted plaintext (TLS).
+#[derive(Debug)]
 pub enum Chunk {
     /// Straight from the kernel's buffer ring.
     Pool(PoolBuf),
@@ -38,7 +39,7 @@ impl Deref for Chunk {
 }
 
 /// TLS parameters of a connection.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct TlsTarget {
     /// Client configuration.
     pub config: Arc<ClientConfig>,
@@ -47,6 +48,7 @@ pub struct TlsTarget {
 }
 
 /// How bytes are received: one multishot receive over the core's buffer pool.
+#[derive(Debug)]
 struct Rx(RecvStream);
 
 impl Rx {
@@ -61,6 +63,7 @@ impl Rx {
 
 /// A connected stream. Field order matters: the receive is cancelled before the socket
 /// closes.
+#[derive(Debug)]
 pub struct Conn {
     rx: Rx,
     stream: TcpStream,

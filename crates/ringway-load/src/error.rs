@@ -1,8 +1,9 @@
 //! Why a run could not start or finish, and the classes a failed request is counted in.
 //!
 //! [`LoadError`] is for the run as a whole (a bad URL, a refused first connection, a
-//! nonsensical option): the command prints it and exits non-zero. [`ErrorClass`] is for
-//! one request that failed during a run: it is counted, never printed one by one.
+//! nonsensical option): the command prints it and exits non-zero. [`RequestFailure`] is
+//! the class of one request that failed during a run: it is counted, never printed one by
+//! one (its [`name`](RequestFailure::name) is the key in the summary and in JSON).
 
 use std::fmt;
 use std::io;
@@ -42,9 +43,10 @@ impl From<io::Error> for LoadError {
     }
 }
 
-/// The class a failed (or wrong) request is counted in.
+/// The class a failed (or wrong) request is counted in (the `errors` of a
+/// [`Report`](crate::Report)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorClass {
+pub enum RequestFailure {
     /// The connection (TCP connect or TLS handshake) failed.
     Connect,
     /// Reading failed, or the peer closed with the request unanswered.
@@ -62,28 +64,28 @@ pub enum ErrorClass {
     Body,
 }
 
-impl ErrorClass {
+impl RequestFailure {
     /// Every class, in report order.
-    pub const ALL: [ErrorClass; 7] = [
-        ErrorClass::Connect,
-        ErrorClass::Read,
-        ErrorClass::Write,
-        ErrorClass::Timeout,
-        ErrorClass::Status,
-        ErrorClass::Framing,
-        ErrorClass::Body,
+    pub const ALL: [RequestFailure; 7] = [
+        RequestFailure::Connect,
+        RequestFailure::Read,
+        RequestFailure::Write,
+        RequestFailure::Timeout,
+        RequestFailure::Status,
+        RequestFailure::Framing,
+        RequestFailure::Body,
     ];
 
     /// The key used in the summary and in JSON.
     pub fn name(self) -> &'static str {
         match self {
-            ErrorClass::Connect => "connect",
-            ErrorClass::Read => "read",
-            ErrorClass::Write => "write",
-            ErrorClass::Timeout => "timeout",
-            ErrorClass::Status => "status",
-            ErrorClass::Framing => "framing",
-            ErrorClass::Body => "body",
+            RequestFailure::Connect => "connect",
+            RequestFailure::Read => "read",
+            RequestFailure::Write => "write",
+            RequestFailure::Timeout => "timeout",
+            RequestFailure::Status => "status",
+            RequestFailure::Framing => "framing",
+            RequestFailure::Body => "body",
         }
     }
 }
@@ -96,12 +98,12 @@ pub struct ErrorCounts {
 
 impl ErrorCounts {
     /// Adds `n` to `class`.
-    pub fn add(&mut self, class: ErrorClass, n: u64) {
+    pub fn add(&mut self, class: RequestFailure, n: u64) {
         self.counts[class as usize] += n;
     }
 
     /// The count of `class`.
-    pub fn get(&self, class: ErrorClass) -> u64 {
+    pub fn get(&self, class: RequestFailure) -> u64 {
         self.counts[class as usize]
     }
 

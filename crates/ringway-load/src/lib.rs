@@ -15,16 +15,38 @@
 //!   verified byte by byte.
 //! - Output: a wrk-like summary, or JSON with the full histogram ([`Report`]).
 //!
-//! ```no_run
+//! ```
 //! use ringway_load::{run, LoadConfig, Limit};
+//! # // A keep-alive server that answers every request head with a 2-byte body.
+//! # use std::io::{BufRead, BufReader, Write};
+//! # let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+//! # let url = format!("http://{}/", server.local_addr().unwrap());
+//! # std::thread::spawn(move || {
+//! #     for conn in server.incoming() {
+//! #         let mut conn = conn.unwrap();
+//! #         std::thread::spawn(move || {
+//! #             let mut lines = BufReader::new(conn.try_clone().unwrap());
+//! #             let mut line = String::new();
+//! #             while lines.read_line(&mut line).is_ok_and(|n| n > 0) {
+//! #                 let end_of_head = line == "\r\n";
+//! #                 line.clear();
+//! #                 let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+//! #                 if end_of_head && conn.write_all(ok).is_err() {
+//! #                     break;
+//! #                 }
+//! #             }
+//! #         });
+//! #     }
+//! # });
 //!
 //! let cfg = LoadConfig {
-//!     urls: vec!["http://127.0.0.1:8080/".into()],
-//!     connections: 50,
-//!     limit: Limit { duration: None, requests: Some(100_000) },
+//!     urls: vec![url], // e.g. "http://127.0.0.1:8080/"
+//!     connections: 10,
+//!     limit: Limit { duration: None, requests: Some(1_000) },
 //!     ..LoadConfig::default()
 //! };
 //! let report = run(&cfg).unwrap();
+//! assert_eq!(report.requests, 1_000);
 //! println!("{}", report.to_text());
 //! ```
 
@@ -48,7 +70,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 pub use config::{Limit, LoadConfig, Payload, Shape, TlsOptions};
-pub use error::{ErrorClass, LoadError};
+pub use error::{LoadError, RequestFailure};
 pub use report::{Iteration, Latency, Report};
 pub use request::RequestSpec;
 

@@ -3,7 +3,7 @@
 //! limit is raised to the hard one, as far as the system allows, before a run.
 
 /// Raises the soft `RLIMIT_NOFILE` to the hard limit; returns the soft limit in force.
-pub fn raise_fd_limit() -> u64 {
+pub(crate) fn raise_fd_limit() -> u64 {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// A running progress bar; [`Progress::finish`] removes it.
-pub struct Progress {
+pub(crate) struct Progress {
     stop: Arc<AtomicBool>,
     thread: Option<thread::JoinHandle<()>>,
 }
@@ -18,7 +18,7 @@ pub struct Progress {
 impl Progress {
     /// Starts a bar if `wanted` and stderr is a terminal: by requests if `requests` is
     /// known, else by time.
-    pub fn start(
+    pub(crate) fn start(
         wanted: bool,
         counters: Vec<Arc<AtomicU64>>,
         requests: Option<u64>,
@@ -64,7 +64,7 @@ impl Progress {
     }
 
     /// Removes the bar.
-    pub fn finish(mut self) {
+    pub(crate) fn finish(mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
             let _ = t.join();

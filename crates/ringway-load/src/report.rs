@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::error::ErrorClass;
+use crate::error::RequestFailure;
 use crate::stats::Stats;
 
 /// Latency figures in microseconds.
@@ -136,7 +136,7 @@ impl Report {
         let batch = head.mode == "batch";
         let secs = elapsed_s.max(1e-9);
         let mut errors = BTreeMap::new();
-        for c in ErrorClass::ALL {
+        for c in RequestFailure::ALL {
             errors.insert(c.name().to_string(), stats.errors.get(c));
         }
         let names = ["other", "1xx", "2xx", "3xx", "4xx", "5xx"];
@@ -158,8 +158,8 @@ impl Report {
         let rps = stats.requests as f64 / secs;
         if let Some(rate) = head.target_rate {
             let attempted = (stats.requests + stats.errors.total()
-                - stats.errors.get(ErrorClass::Status)
-                - stats.errors.get(ErrorClass::Body)) as f64
+                - stats.errors.get(RequestFailure::Status)
+                - stats.errors.get(RequestFailure::Body)) as f64
                 / secs;
             if attempted < rate * 0.9 {
                 warnings.push(format!(

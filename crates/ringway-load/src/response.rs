@@ -18,7 +18,7 @@ pub struct FramingError(pub String);
 
 /// A complete response.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Done {
+pub struct CompleteResponse {
     /// Status code.
     pub status: u16,
     /// Body bytes (decoded, for chunked).
@@ -40,7 +40,7 @@ enum Body {
 #[derive(Debug, Default)]
 pub struct ResponseParser {
     /// The current response's head, once parsed.
-    cur: Option<(Done, Body)>,
+    cur: Option<(CompleteResponse, Body)>,
     /// Expected body, if bodies are checked.
     expect: Option<std::rc::Rc<[u8]>>,
     /// Matching position in `expect`, or `None` once a mismatch was seen.
@@ -69,7 +69,7 @@ impl ResponseParser {
         &mut self,
         buf: &[u8],
         head_request: bool,
-    ) -> Result<(usize, Option<Done>), FramingError> {
+    ) -> Result<(usize, Option<CompleteResponse>), FramingError> {
         let mut used = 0;
         if self.cur.is_none() {
             match self.parse_head(buf, head_request)? {
@@ -108,7 +108,7 @@ impl ResponseParser {
 
     /// The connection ended: completes a close-delimited body, and is an error inside
     /// any other (`Ok(None)` between responses).
-    pub fn eof(&mut self) -> Result<Option<Done>, FramingError> {
+    pub fn eof(&mut self) -> Result<Option<CompleteResponse>, FramingError> {
         match &self.cur {
             None => Ok(None),
             Some((_, Body::UntilClose)) => Ok(self.finish()),
@@ -118,7 +118,7 @@ impl ResponseParser {
         }
     }
 
-    fn finish(&mut self) -> Option<Done> {
+    fn finish(&mut self) -> Option<CompleteResponse> {
         let (mut done, _) = self.cur.take()?;
         if let Some(e) = &self.expect {
             done.body_ok = Some(self.matched == Some(e.len()));
@@ -221,7 +221,7 @@ impl ResponseParser {
                 close = true;
             }
             self.cur = Some((
-                Done {
+                CompleteResponse {
                     status,
                     body_len: 0,
                     close,
@@ -261,7 +261,12 @@ mod tests {
 
     /// Feeds `wire` in pieces of `piece` bytes, the way a connection does (keeping what
     /// was not used), and returns the responses; `eof` at the end.
-    fn parse_all(wire: &[u8], piece: usize, head: bool, expect: Option<&[u8]>) -> Vec<Done> {
+    fn parse_all(
+        wire: &[u8],
+        piece: usize,
+        head: bool,
+        expect: Option<&[u8]>,
+    ) -> Vec<CompleteResponse> {
         let mut p = ResponseParser::new(expect.map(|e| e.into()));
         let mut carry: Vec<u8> = Vec::new();
         let mut out = Vec::new();

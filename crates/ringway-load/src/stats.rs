@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use crate::error::{ErrorClass, ErrorCounts};
+use crate::error::{ErrorCounts, RequestFailure};
 
 /// Largest latency recorded (one hour); larger values are clamped.
 const MAX_NS: u64 = 3_600_000_000_000;
@@ -71,7 +71,7 @@ impl Stats {
         let class = (status / 100) as usize;
         self.status[if (1..=5).contains(&class) { class } else { 0 }] += 1;
         if !(200..400).contains(&status) {
-            self.errors.add(ErrorClass::Status, 1);
+            self.errors.add(RequestFailure::Status, 1);
         }
     }
 

@@ -22,15 +22,29 @@ pub use ringway::buf::PoolBuf;
 #[derive(Debug, Clone, Copy)]
 pub enum IoOp {
     /// Multishot receive into pool buffers until end of stream, an error or a cancel.
-    RecvMulti { fd: RawFd },
+    RecvMulti {
+        /// The connected socket.
+        fd: RawFd,
+    },
     /// Multishot accept until cancelled: one completion (the new fd) per connection.
-    AcceptMulti { fd: RawFd },
+    AcceptMulti {
+        /// The listening socket.
+        fd: RawFd,
+    },
     /// One readiness report for `events` (`POLLIN` or `POLLOUT`).
-    Poll { fd: RawFd, events: u32 },
+    Poll {
+        /// The watched file descriptor.
+        fd: RawFd,
+        /// The `poll(2)` events waited for.
+        events: u32,
+    },
     /// One `sendmsg` of `iovcnt` iovecs.
     SendVectored {
+        /// The connected socket.
         fd: RawFd,
+        /// The first iovec; the array stays valid until the last completion.
         iov: *const libc::iovec,
+        /// How many iovecs `iov` points at.
         iovcnt: u32,
     },
 }
@@ -40,9 +54,13 @@ pub enum IoOp {
 /// will report nothing more for this operation.
 #[derive(Debug)]
 pub struct IoEvent {
+    /// The token the operation was submitted with.
     pub token: u64,
+    /// A byte count or an fd, or `-errno`.
     pub result: i32,
+    /// The pool buffer a receive's bytes landed in.
     pub buf: Option<PoolBuf>,
+    /// The kernel reports nothing more for this operation.
     pub last: bool,
 }
 
@@ -70,12 +88,19 @@ impl std::fmt::Debug for LoopWaker {
 /// Counters for tests and diagnostics (none depends on the machine's speed).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct IoStats {
+    /// Driver turns (calls of `turn`).
     pub turns: u64,
+    /// `io_uring_enter` (or `epoll_wait`) calls.
     pub enters: u64,
+    /// Operations submitted.
     pub submitted: u64,
+    /// Completions reaped (every CQE on io_uring).
     pub completions: u64,
+    /// Operations started and not yet finished.
     pub live_ops: usize,
+    /// Pool buffers currently held by the program (as `PoolBuf`s).
     pub pool_in_use: usize,
+    /// Buffers in the provided-buffer pool.
     pub pool_total: usize,
 }
 

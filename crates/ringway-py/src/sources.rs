@@ -40,7 +40,9 @@ impl Kind {
 /// A slot index and its generation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SourceId {
+    /// The slot in the table (28 bits).
     pub index: u32,
+    /// The slot's generation when this source took it (each reuse takes the next).
     pub gen: u32,
 }
 
@@ -72,6 +74,15 @@ pub struct Sources<T> {
     slots: Vec<Slot<T>>,
     free: Vec<u32>,
     live: usize,
+}
+
+impl<T> std::fmt::Debug for Sources<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sources")
+            .field("live", &self.live)
+            .field("slots", &self.slots.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<T> Default for Sources<T> {

@@ -40,7 +40,7 @@ const DEFAULT_HIGH: usize = 64 * 1024;
 const LOG_THRESHOLD_FOR_CONNLOST_WRITES: u32 = 5;
 
 /// What keeps a queued chunk's memory alive.
-enum Keep {
+enum ChunkOwner {
     Bytes(#[allow(dead_code)] Py<PyBytes>),
     Owned(#[allow(dead_code)] Vec<u8>),
 }
@@ -124,7 +124,7 @@ struct StreamState {
     held: VecDeque<Held>,
     deliver_scheduled: bool,
 
-    queue: WriteQueue<Keep>,
+    queue: WriteQueue<ChunkOwner>,
     iov: Vec<libc::iovec>,
     send_op: Option<OpKey>,
     send_ready_op: Option<OpKey>,
@@ -905,7 +905,10 @@ impl StreamCore {
             let (ptr, len) = (bytes.as_ptr(), bytes.len());
             // SAFETY: a bytes object's buffer never moves or changes while it is alive,
             // and the queue keeps it alive.
-            unsafe { st.queue.push(ptr, len, Keep::Bytes(b.clone().unbind())) };
+            unsafe {
+                st.queue
+                    .push(ptr, len, ChunkOwner::Bytes(b.clone().unbind()))
+            };
             return Ok(true);
         }
         if !(data.is_instance_of::<PyByteArray>() || data.is_instance_of::<PyMemoryView>()) {
@@ -924,7 +927,7 @@ impl StreamCore {
         }
         let (ptr, len) = (owned.as_ptr(), owned.len());
         // SAFETY: the Vec's heap block does not move when the Vec moves into the queue.
-        unsafe { st.queue.push(ptr, len, Keep::Owned(owned)) };
+        unsafe { st.queue.push(ptr, len, ChunkOwner::Owned(owned)) };
         Ok(true)
     }
 

@@ -49,6 +49,15 @@ pub struct TimerHeap<T> {
     cancelled: usize,
 }
 
+impl<T> std::fmt::Debug for TimerHeap<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TimerHeap")
+            .field("entries", &self.heap.len())
+            .field("cancelled", &self.cancelled)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<T> Default for TimerHeap<T> {
     fn default() -> Self {
         TimerHeap {

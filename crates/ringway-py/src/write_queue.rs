@@ -1,7 +1,7 @@
 //! A transport's outgoing bytes: the chunks `write()` was given, in order, sent as one
 //! vectored send per loop turn and consumed by however many bytes the kernel took.
 //!
-//! A chunk is a pointer and a length plus a keep-alive value that owns the memory (a
+//! A chunk is a pointer and a length plus the value that owns the memory (a
 //! Python `bytes` object, whose buffer never moves, or an owned copy of a mutable
 //! buffer), so `write(bytes)` copies nothing. While a send is in flight its iovecs point
 //! at the front chunks; new writes only append, which never moves existing chunks'
@@ -15,7 +15,8 @@ pub const MAX_IOVECS: usize = 1024;
 struct Chunk<K> {
     ptr: *const u8,
     len: usize,
-    _keep: K,
+    /// Owns the memory at `ptr`; dropped with the chunk.
+    _owner: K,
 }
 
 /// Pending outgoing bytes, oldest first.
@@ -24,6 +25,15 @@ pub struct WriteQueue<K> {
     /// Bytes of the front chunk already sent.
     head_offset: usize,
     total: usize,
+}
+
+impl<K> std::fmt::Debug for WriteQueue<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteQueue")
+            .field("chunks", &self.chunks.len())
+            .field("bytes", &self.total)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<K> Default for WriteQueue<K> {
@@ -42,9 +52,9 @@ impl<K> WriteQueue<K> {
     /// # Safety
     ///
     /// `ptr` must stay valid for reads of `len` bytes, and unchanged, for as long as
-    /// `keep` is alive (the queue drops `keep` only once the bytes are consumed or the
+    /// `owner` is alive (the queue drops `owner` only once the bytes are consumed or the
     /// queue is cleared).
-    pub unsafe fn push(&mut self, ptr: *const u8, len: usize, keep: K) {
+    pub unsafe fn push(&mut self, ptr: *const u8, len: usize, owner: K) {
         if len == 0 {
             return;
         }
@@ -52,7 +62,7 @@ impl<K> WriteQueue<K> {
         self.chunks.push_back(Chunk {
             ptr,
             len,
-            _keep: keep,
+            _owner: owner,
         });
     }
 

@@ -35,7 +35,7 @@ fn date() -> HeaderValue {
 }
 
 /// The hello service.
-pub async fn hello<B>(req: Request<B>) -> Result<Response<Full<Bytes>>, Infallible> {
+pub(crate) async fn hello<B>(req: Request<B>) -> Result<Response<Full<Bytes>>, Infallible> {
     if req.uri().path() != "/plaintext" && req.uri().path() != "/" {
         let mut r = Response::new(Full::new(Bytes::new()));
         *r.status_mut() = StatusCode::NOT_FOUND;
@@ -51,7 +51,7 @@ pub async fn hello<B>(req: Request<B>) -> Result<Response<Full<Bytes>>, Infallib
 }
 
 /// `--bind ADDR` and `--threads N`/`--flavor F` style options: `(name, value)` pairs.
-pub fn args() -> Vec<(String, String)> {
+pub(crate) fn args() -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut it = std::env::args().skip(1);
     while let Some(name) = it.next() {

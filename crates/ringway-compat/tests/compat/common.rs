@@ -31,7 +31,7 @@ macro_rules! per_backend {
 
 /// An HTTP/1 client connection (hyper's, over the adapter); its connection task runs
 /// on the current core.
-pub async fn client(addr: SocketAddr) -> SendRequest<Full<Bytes>> {
+pub(crate) async fn client(addr: SocketAddr) -> SendRequest<Full<Bytes>> {
     let stream = TcpStream::connect(addr).await.expect("connect");
     let (send, conn) = hyper::client::conn::http1::handshake(CompatStream::new(stream))
         .await
@@ -44,7 +44,7 @@ pub async fn client(addr: SocketAddr) -> SendRequest<Full<Bytes>> {
 }
 
 /// Sends `req` and collects the whole response.
-pub async fn fetch(
+pub(crate) async fn fetch(
     client: &mut SendRequest<Full<Bytes>>,
     req: Request<Full<Bytes>>,
 ) -> Response<Bytes> {
@@ -56,7 +56,7 @@ pub async fn fetch(
 }
 
 /// A GET request for `path`.
-pub fn get(path: &str) -> Request<Full<Bytes>> {
+pub(crate) fn get(path: &str) -> Request<Full<Bytes>> {
     Request::get(path)
         .header("host", "test")
         .body(Full::new(Bytes::new()))

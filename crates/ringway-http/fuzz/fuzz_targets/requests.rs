@@ -10,8 +10,22 @@
 use libfuzzer_sys::fuzz_target;
 use ringway_http::{Config, Event, RequestDecoder};
 
-/// (method, target, field count, body) of each request, and the error status, if any.
-type Outcome = (Vec<(String, String, usize, Vec<u8>)>, Option<u16>);
+/// What one feeding decoded.
+struct Outcome {
+    /// The requests, in order.
+    requests: Vec<Request>,
+    /// The status of the error that ended the input, if one did.
+    error: Option<u16>,
+}
+
+/// One decoded request, as much of it as both feedings must agree on.
+#[derive(Debug, PartialEq)]
+struct Request {
+    method: String,
+    target: String,
+    fields: usize,
+    body: Vec<u8>,
+}
 
 fn feed(data: &[u8], cut: usize, cfg: &Config) -> Outcome {
     let mut decoder = RequestDecoder::new();
@@ -23,7 +37,12 @@ fn feed(data: &[u8], cut: usize, cfg: &Config) -> Outcome {
         loop {
             let (used, event) = match decoder.decode(&input, cfg) {
                 Ok(r) => r,
-                Err(e) => return (requests, Some(e.status())),
+                Err(e) => {
+                    return Outcome {
+                        requests,
+                        error: Some(e.status()),
+                    }
+                }
             };
             match event {
                 Event::Head(raw) => {
@@ -35,19 +54,19 @@ fn feed(data: &[u8], cut: usize, cfg: &Config) -> Outcome {
                         "bare CR in an accepted head"
                     );
                     raw.to_head(&input).expect("http types of an accepted head");
-                    let r = (
-                        raw.method(&input).to_string(),
-                        raw.target(&input).to_string(),
-                        raw.fields(&input).count(),
-                        Vec::new(),
-                    );
+                    let r = Request {
+                        method: raw.method(&input).to_string(),
+                        target: raw.target(&input).to_string(),
+                        fields: raw.fields(&input).count(),
+                        body: Vec::new(),
+                    };
                     if raw.body == ringway_http::BodyKind::None {
                         requests.push(r);
                     } else {
                         current = Some(r);
                     }
                 }
-                Event::Data(a, b) => current.as_mut().expect("a body").3.extend(&input[a..b]),
+                Event::Data(a, b) => current.as_mut().expect("a body").body.extend(&input[a..b]),
                 Event::BodyEnd => requests.extend(current.take()),
                 Event::NeedMore => {
                     input.drain(..used);
@@ -57,7 +76,10 @@ fn feed(data: &[u8], cut: usize, cfg: &Config) -> Outcome {
             input.drain(..used);
         }
     }
-    (requests, None)
+    Outcome {
+        requests,
+        error: None,
+    }
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -70,14 +92,17 @@ fuzz_target!(|data: &[u8]| {
     let whole = feed(data, data.len(), &cfg);
     let cut = data.first().map_or(0, |&b| b as usize % (data.len() + 1));
     let split = feed(data, cut, &cfg);
-    assert_eq!(split.0, whole.0, "the split changed the requests decoded");
+    assert_eq!(
+        split.requests, whole.requests,
+        "the split changed the requests decoded"
+    );
     // Both end in an error or neither does. Which error may differ only where a limit
     // is involved: seen whole, a head can be over a limit (414, 431, 413) that its
     // first piece alone was not yet, and that piece can already be malformed (400).
     let limit = |s: Option<u16>| matches!(s, Some(413 | 414 | 431));
-    match (split.1, whole.1) {
+    match (split.error, whole.error) {
         (a, b) if a == b => {}
-        (Some(_), Some(_)) if limit(split.1) || limit(whole.1) => {}
+        (Some(_), Some(_)) if limit(split.error) || limit(whole.error) => {}
         (a, b) => panic!("the split ended in {a:?}, the whole in {b:?}"),
     }
 });

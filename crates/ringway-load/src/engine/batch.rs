@@ -5,46 +5,46 @@
 use std::rc::Rc;
 use std::time::Instant;
 
-use super::core::CoreCtx;
+use super::core_phase::CorePhase;
 use super::http::Outcome;
 use super::session::Session;
 use crate::stats::record;
 
 /// Runs batches until the budget is spent (the deadline, if any, cuts it from outside).
-pub async fn run(ctx: Rc<CoreCtx>, size: usize) {
+pub(super) async fn run(phase: Rc<CorePhase>, size: usize) {
     let mut sessions: Vec<Option<(Session, u64)>> = (0..size).map(|_| None).collect();
     loop {
-        if ctx.fatal.borrow().is_some() {
+        if phase.fatal.borrow().is_some() {
             return;
         }
-        let k = ctx.claim(size as u64) as usize;
+        let k = phase.claim(size as u64) as usize;
         if k == 0 {
             return;
         }
         let t0 = Instant::now();
         let handles: Vec<_> = (0..k)
-            .map(|i| ringway::spawn(one(ctx.clone(), sessions[i].take(), i)))
+            .map(|i| ringway::spawn(one(phase.clone(), sessions[i].take(), i)))
             .collect();
         for (i, h) in handles.into_iter().enumerate() {
             sessions[i] = h.await.ok().flatten();
         }
-        record(&mut ctx.stats.borrow_mut().batches, t0.elapsed());
+        record(&mut phase.stats.borrow_mut().batches, t0.elapsed());
     }
 }
 
 /// One request of a batch on connection `i` (opened if needed). Returns the
 /// connection, with the requests it has carried, if it may carry more.
-async fn one(ctx: Rc<CoreCtx>, s: Option<(Session, u64)>, i: usize) -> Option<(Session, u64)> {
-    let n = ctx.plan.targets.len();
+async fn one(phase: Rc<CorePhase>, s: Option<(Session, u64)>, i: usize) -> Option<(Session, u64)> {
+    let n = phase.plan.targets.len();
     let t0 = Instant::now();
     let (mut session, used) = match s {
         Some(s) => s,
-        None => (Session::connect(&ctx, i % n, i).await?, 0),
+        None => (Session::connect(&phase, i % n, i).await?, 0),
     };
-    match session.exchange(&ctx, i % n, 1, Some(t0)).await {
+    match session.exchange(&phase, i % n, 1, Some(t0)).await {
         Outcome::Open => {
             let used = used + 1;
-            match ctx.plan.per_connection {
+            match phase.plan.per_connection {
                 Some(x) if used >= x => None,
                 _ => Some((session, used)),
             }

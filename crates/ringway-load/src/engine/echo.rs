@@ -7,14 +7,14 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-use super::core::CoreCtx;
+use super::core_phase::CorePhase;
 use super::http::{Flight, Outcome};
 use crate::conn::Conn;
-use crate::error::ErrorClass;
+use crate::error::RequestFailure;
 use crate::rng::Rng;
 
 /// What each message is.
-pub enum Messages {
+pub(super) enum Messages {
     /// The same `size` bytes every time (`one` is one message).
     Fixed {
         /// One message.
@@ -25,7 +25,7 @@ pub enum Messages {
 }
 
 /// An echo connection.
-pub struct EchoConn {
+pub(super) struct EchoConn {
     conn: Conn,
     messages: Messages,
     /// Bytes sent and not yet echoed, in order.
@@ -38,7 +38,7 @@ pub struct EchoConn {
 
 impl EchoConn {
     /// Wraps a connection.
-    pub fn new(conn: Conn, messages: Messages) -> Self {
+    pub(super) fn new(conn: Conn, messages: Messages) -> Self {
         EchoConn {
             conn,
             messages,
@@ -49,9 +49,9 @@ impl EchoConn {
     }
 
     /// Sends `k` messages and waits until all came back intact.
-    pub async fn exchange(
+    pub(super) async fn exchange(
         &mut self,
-        ctx: &CoreCtx,
+        phase: &CorePhase,
         k: usize,
         intended: Option<Instant>,
     ) -> Outcome {
@@ -79,20 +79,20 @@ impl EchoConn {
         };
         let len = bytes.len() as u64;
         if self.conn.send(bytes).await.is_err() {
-            ctx.fail(ErrorClass::Write, k);
+            phase.fail(RequestFailure::Write, k);
             self.marks.clear();
             return Outcome::Failed;
         }
-        ctx.stats.borrow_mut().bytes_written += len;
-        let result = ringway::time::timeout(ctx.plan.timeout, self.receive(ctx)).await;
+        phase.stats.borrow_mut().bytes_written += len;
+        let result = ringway::time::timeout(phase.plan.timeout, self.receive(phase)).await;
         let outcome = match result {
             Ok(Ok(())) => Outcome::Open,
             Ok(Err(class)) => {
-                ctx.fail(class, self.marks.len());
+                phase.fail(class, self.marks.len());
                 Outcome::Failed
             }
             Err(_) => {
-                ctx.fail(ErrorClass::Timeout, self.marks.len());
+                phase.fail(RequestFailure::Timeout, self.marks.len());
                 Outcome::Failed
             }
         };
@@ -100,17 +100,17 @@ impl EchoConn {
         outcome
     }
 
-    async fn receive(&mut self, ctx: &CoreCtx) -> Result<(), ErrorClass> {
+    async fn receive(&mut self, phase: &CorePhase) -> Result<(), RequestFailure> {
         while !self.marks.is_empty() {
             let chunk = match self.conn.recv().await {
-                Err(_) | Ok(None) => return Err(ErrorClass::Read),
+                Err(_) | Ok(None) => return Err(RequestFailure::Read),
                 Ok(Some(c)) => c,
             };
             let now = Instant::now();
-            ctx.stats.borrow_mut().bytes_read += chunk.len() as u64;
+            phase.stats.borrow_mut().bytes_read += chunk.len() as u64;
             let end = self.matched + chunk.len();
             if end > self.expected.len() || self.expected[self.matched..end] != *chunk {
-                return Err(ErrorClass::Body);
+                return Err(RequestFailure::Body);
             }
             self.matched = end;
             while let Some(&(mark, f)) = self.marks.front() {
@@ -118,7 +118,7 @@ impl EchoConn {
                     break;
                 }
                 self.marks.pop_front();
-                ctx.complete(f.intended, f.sent, now, None, true);
+                phase.complete(f.intended, f.sent, now, None, true);
             }
         }
         Ok(())

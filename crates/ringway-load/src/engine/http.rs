@@ -5,14 +5,14 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::Instant;
 
-use super::core::CoreCtx;
+use super::core_phase::CorePhase;
 use crate::conn::Conn;
-use crate::error::ErrorClass;
-use crate::response::{Done, ResponseParser};
+use crate::error::RequestFailure;
+use crate::response::{CompleteResponse, ResponseParser};
 
 /// How an exchange ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub(super) enum Outcome {
     /// The connection can carry more requests.
     Open,
     /// The server closed it (after answering everything): reconnect.
@@ -23,7 +23,7 @@ pub enum Outcome {
 
 /// A request on the wire.
 #[derive(Debug, Clone, Copy)]
-pub struct Flight {
+pub(super) struct Flight {
     /// When it was meant to leave (open loop), else when it left.
     pub intended: Instant,
     /// When it left.
@@ -31,7 +31,7 @@ pub struct Flight {
 }
 
 /// An HTTP connection with its framing state.
-pub struct HttpConn {
+pub(super) struct HttpConn {
     conn: Conn,
     parser: ResponseParser,
     /// Bytes received but not yet used (a head split across reads).
@@ -41,7 +41,7 @@ pub struct HttpConn {
 
 impl HttpConn {
     /// Wraps a connection; bodies are compared with `expect` if given.
-    pub fn new(conn: Conn, expect: Option<Rc<[u8]>>) -> Self {
+    pub(super) fn new(conn: Conn, expect: Option<Rc<[u8]>>) -> Self {
         HttpConn {
             conn,
             parser: ResponseParser::new(expect),
@@ -51,34 +51,34 @@ impl HttpConn {
     }
 
     /// Sends `k` requests (URLs from `first` on) and waits for their responses.
-    pub async fn exchange(
+    pub(super) async fn exchange(
         &mut self,
-        ctx: &CoreCtx,
+        phase: &CorePhase,
         first: usize,
         k: usize,
         intended: Option<Instant>,
     ) -> Outcome {
-        let bytes = ctx.request_bytes(first, k);
+        let bytes = phase.request_bytes(first, k);
         let len = bytes.len() as u64;
         let sent = Instant::now();
         if self.conn.send(bytes).await.is_err() {
-            ctx.fail(ErrorClass::Write, k);
+            phase.fail(RequestFailure::Write, k);
             return Outcome::Failed;
         }
-        ctx.stats.borrow_mut().bytes_written += len;
+        phase.stats.borrow_mut().bytes_written += len;
         let intended = intended.unwrap_or(sent);
         self.inflight
             .extend(std::iter::repeat(Flight { intended, sent }).take(k));
-        let result = ringway::time::timeout(ctx.plan.timeout, self.receive(ctx)).await;
+        let result = ringway::time::timeout(phase.plan.timeout, self.receive(phase)).await;
         let outcome = match result {
             Ok(Ok(true)) => Outcome::Closed,
             Ok(Ok(false)) => Outcome::Open,
             Ok(Err(class)) => {
-                ctx.fail(class, self.inflight.len());
+                phase.fail(class, self.inflight.len());
                 Outcome::Failed
             }
             Err(_) => {
-                ctx.fail(ErrorClass::Timeout, self.inflight.len());
+                phase.fail(RequestFailure::Timeout, self.inflight.len());
                 Outcome::Failed
             }
         };
@@ -88,29 +88,29 @@ impl HttpConn {
 
     /// Reads until every request in flight is answered. `Ok(true)`: the connection is
     /// finished (the server closed or said `Connection: close`).
-    async fn receive(&mut self, ctx: &CoreCtx) -> Result<bool, ErrorClass> {
+    async fn receive(&mut self, phase: &CorePhase) -> Result<bool, RequestFailure> {
         while !self.inflight.is_empty() {
             match self.conn.recv().await {
-                Err(_) => return Err(ErrorClass::Read),
+                Err(_) => return Err(RequestFailure::Read),
                 Ok(None) => {
                     match self.parser.eof() {
-                        Ok(Some(done)) => self.complete(ctx, &done, Instant::now()),
+                        Ok(Some(done)) => self.complete(phase, &done, Instant::now()),
                         Ok(None) => {}
-                        Err(_) => return Err(ErrorClass::Framing),
+                        Err(_) => return Err(RequestFailure::Framing),
                     }
                     return if self.inflight.is_empty() {
                         Ok(true)
                     } else {
-                        Err(ErrorClass::Read)
+                        Err(RequestFailure::Read)
                     };
                 }
                 Ok(Some(chunk)) => {
-                    ctx.stats.borrow_mut().bytes_read += chunk.len() as u64;
-                    if self.process(ctx, &chunk)? {
+                    phase.stats.borrow_mut().bytes_read += chunk.len() as u64;
+                    if self.process(phase, &chunk)? {
                         return if self.inflight.is_empty() {
                             Ok(true)
                         } else {
-                            Err(ErrorClass::Read)
+                            Err(RequestFailure::Read)
                         };
                     }
                 }
@@ -121,11 +121,11 @@ impl HttpConn {
 
     /// Frames what arrived, in place when nothing is carried over. `Ok(true)` when a
     /// response ended the connection.
-    fn process(&mut self, ctx: &CoreCtx, data: &[u8]) -> Result<bool, ErrorClass> {
+    fn process(&mut self, phase: &CorePhase, data: &[u8]) -> Result<bool, RequestFailure> {
         // Every response completed by these bytes arrived now: one clock read for all.
         let now = Instant::now();
         if self.carry.is_empty() {
-            let (used, closed) = self.parse(ctx, data, now)?;
+            let (used, closed) = self.parse(phase, data, now)?;
             if !closed {
                 self.carry.extend_from_slice(&data[used..]);
             }
@@ -133,7 +133,7 @@ impl HttpConn {
         } else {
             let mut carry = std::mem::take(&mut self.carry);
             carry.extend_from_slice(data);
-            let (used, closed) = self.parse(ctx, &carry, now)?;
+            let (used, closed) = self.parse(phase, &carry, now)?;
             carry.drain(..used);
             self.carry = carry;
             Ok(closed)
@@ -142,24 +142,24 @@ impl HttpConn {
 
     fn parse(
         &mut self,
-        ctx: &CoreCtx,
+        phase: &CorePhase,
         data: &[u8],
         now: Instant,
-    ) -> Result<(usize, bool), ErrorClass> {
+    ) -> Result<(usize, bool), RequestFailure> {
         let mut pos = 0;
         while pos < data.len() {
             if self.inflight.is_empty() {
                 // Bytes nobody asked for: the framing is lost.
-                return Err(ErrorClass::Framing);
+                return Err(RequestFailure::Framing);
             }
             let (used, done) = self
                 .parser
-                .feed(&data[pos..], ctx.plan.head)
-                .map_err(|_| ErrorClass::Framing)?;
+                .feed(&data[pos..], phase.plan.head)
+                .map_err(|_| RequestFailure::Framing)?;
             pos += used;
             match done {
                 Some(d) => {
-                    self.complete(ctx, &d, now);
+                    self.complete(phase, &d, now);
                     if d.close {
                         return Ok((pos, true));
                     }
@@ -171,12 +171,12 @@ impl HttpConn {
         Ok((pos, false))
     }
 
-    fn complete(&mut self, ctx: &CoreCtx, d: &Done, now: Instant) {
+    fn complete(&mut self, phase: &CorePhase, d: &CompleteResponse, now: Instant) {
         let f = self
             .inflight
             .pop_front()
             .expect("a response answers a request");
         let ok = d.body_ok != Some(false);
-        ctx.complete(f.intended, f.sent, now, Some(d.status), ok);
+        phase.complete(f.intended, f.sent, now, Some(d.status), ok);
     }
 }

@@ -8,11 +8,11 @@
 //! merged measurements with its wall-clock time.
 
 mod batch;
-mod core;
+mod core_phase;
 mod echo;
 mod http;
 mod pacer;
-pub mod plan;
+pub(crate) mod plan;
 mod session;
 mod slot;
 
@@ -22,13 +22,13 @@ use std::time::{Duration, Instant};
 
 use ringway::Runtime;
 
-use self::core::CoreCtx;
+use self::core_phase::CorePhase;
 use self::plan::Plan;
 use crate::config::Shape;
 use crate::stats::Stats;
 
 /// What one phase measured.
-pub struct PhaseResult {
+pub(crate) struct PhaseResult {
     /// Merged over cores.
     pub stats: Stats,
     /// Wall-clock time of the phase.
@@ -44,7 +44,7 @@ fn share(total: u64, parts: usize, i: usize) -> u64 {
 }
 
 /// Runs one phase on `rt`: `budget` request attempts at most, `duration` at most.
-pub fn run_phase(
+pub(crate) fn run_phase(
     rt: &Runtime,
     plan: &Arc<Plan>,
     budget: Option<u64>,
@@ -109,8 +109,8 @@ async fn core_main(
     deadline: Option<Instant>,
     progress: Arc<AtomicU64>,
 ) -> (Stats, Option<String>) {
-    let ctx = CoreCtx::new(plan, budget, start, progress);
-    let c = ctx.clone();
+    let phase = CorePhase::new(plan, budget, start, progress);
+    let c = phase.clone();
     let work = async move {
         match c.plan.shape {
             Shape::Batch { size } => batch::run(c.clone(), size).await,
@@ -133,8 +133,8 @@ async fn core_main(
         }
         None => work.await,
     }
-    let stats = ctx.stats.replace(Stats::default());
-    let fatal = ctx.fatal.borrow_mut().take();
+    let stats = phase.stats.replace(Stats::default());
+    let fatal = phase.fatal.borrow_mut().take();
     (stats, fatal)
 }
 

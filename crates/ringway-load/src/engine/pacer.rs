@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 /// The schedule of one connection.
 #[derive(Debug, Clone)]
-pub struct Pacer {
+pub(super) struct Pacer {
     next: Instant,
     interval: Duration,
 }
@@ -17,7 +17,13 @@ impl Pacer {
     /// Connection `slot` of `conns`, sharing `rate` requests per second; each send
     /// carries `per_send` requests (the pipeline depth). Connections are staggered so
     /// that sends spread evenly over each interval.
-    pub fn new(start: Instant, slot: usize, conns: usize, rate: f64, per_send: usize) -> Pacer {
+    pub(super) fn new(
+        start: Instant,
+        slot: usize,
+        conns: usize,
+        rate: f64,
+        per_send: usize,
+    ) -> Pacer {
         let interval = Duration::from_secs_f64(conns as f64 * per_send as f64 / rate);
         Pacer {
             next: start + interval.mul_f64(slot as f64 / conns as f64),
@@ -26,7 +32,7 @@ impl Pacer {
     }
 
     /// The intended time of the next send; advances the schedule.
-    pub fn next(&mut self) -> Instant {
+    pub(super) fn next(&mut self) -> Instant {
         let t = self.next;
         self.next += self.interval;
         t

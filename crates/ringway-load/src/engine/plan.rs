@@ -11,7 +11,7 @@ use crate::tls;
 
 /// What the connections speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// HTTP/1.1 requests and responses.
     Http,
     /// Fixed-size raw echo.
@@ -20,8 +20,9 @@ pub enum Mode {
     Framed(u64),
 }
 
-/// See the [module docs](self).
-pub struct Plan {
+/// The plan of a run, made once before any client core starts (see the
+/// [module docs](self)).
+pub(crate) struct Plan {
     /// Resolved targets.
     pub targets: Vec<Target>,
     /// Request bytes per target (HTTP).
@@ -48,7 +49,7 @@ pub struct Plan {
 
 impl Plan {
     /// Checks `cfg` and prepares everything a core needs.
-    pub fn new(cfg: &LoadConfig) -> Result<Plan, LoadError> {
+    pub(crate) fn new(cfg: &LoadConfig) -> Result<Plan, LoadError> {
         let bad = |m: &str| Err(LoadError::Config(m.to_string()));
         if cfg.urls.is_empty() {
             return bad("no URL given");

@@ -5,17 +5,17 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-use super::core::CoreCtx;
+use super::core_phase::CorePhase;
 use super::echo::{EchoConn, Messages};
 use super::http::{HttpConn, Outcome};
 use super::plan::Mode;
 use crate::conn::Conn;
-use crate::error::ErrorClass;
+use crate::error::RequestFailure;
 use crate::rng::Rng;
 use crate::stats::record;
 
 /// An open connection, HTTP or echo.
-pub enum Session {
+pub(super) enum Session {
     /// HTTP/1.1.
     Http(HttpConn),
     /// Raw echo.
@@ -26,25 +26,26 @@ impl Session {
     /// Connects to target `t` (counting the connection and its connect time). On
     /// failure the error is counted as one failed attempt; if this core never managed
     /// to connect, the run is marked as unable to start.
-    pub async fn connect(ctx: &CoreCtx, t: usize, slot: usize) -> Option<Session> {
-        let plan = &ctx.plan;
+    pub(super) async fn connect(phase: &CorePhase, t: usize, slot: usize) -> Option<Session> {
+        let plan = &phase.plan;
         let target = &plan.targets[t];
         let t0 = Instant::now();
         let conn = match Conn::connect(target.addr, plan.tls[t].as_ref(), plan.timeout).await {
             Ok(c) => c,
             Err(e) => {
-                ctx.fail(ErrorClass::Connect, 1);
-                if !ctx.ever_connected.get() {
-                    ctx.fatal
+                phase.fail(RequestFailure::Connect, 1);
+                if !phase.ever_connected.get() {
+                    phase
+                        .fatal
                         .borrow_mut()
                         .get_or_insert_with(|| format!("{}: {e}", target.addr));
                 }
                 return None;
             }
         };
-        ctx.ever_connected.set(true);
+        phase.ever_connected.set(true);
         {
-            let mut s = ctx.stats.borrow_mut();
+            let mut s = phase.stats.borrow_mut();
             record(&mut s.connect, t0.elapsed());
             s.connections += 1;
         }
@@ -63,7 +64,7 @@ impl Session {
                 ))
             }
             Mode::Framed(seed) => {
-                let conns = ctx.stats.borrow().connections;
+                let conns = phase.stats.borrow().connections;
                 let rng = Rng::new(seed ^ ((slot as u64) << 32) ^ conns);
                 Session::Echo(EchoConn::new(conn, Messages::Framed(rng)))
             }
@@ -71,16 +72,16 @@ impl Session {
     }
 
     /// Sends `k` requests (or echo messages) and waits for every answer.
-    pub async fn exchange(
+    pub(super) async fn exchange(
         &mut self,
-        ctx: &CoreCtx,
+        phase: &CorePhase,
         first: usize,
         k: usize,
         intended: Option<Instant>,
     ) -> Outcome {
         match self {
-            Session::Http(h) => h.exchange(ctx, first, k, intended).await,
-            Session::Echo(e) => e.exchange(ctx, k, intended).await,
+            Session::Http(h) => h.exchange(phase, first, k, intended).await,
+            Session::Echo(e) => e.exchange(phase, k, intended).await,
         }
     }
 }

@@ -9,7 +9,7 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use super::core::CoreCtx;
+use super::core_phase::CorePhase;
 use super::http::Outcome;
 use super::pacer::Pacer;
 use super::session::Session;
@@ -19,8 +19,8 @@ use crate::config::Shape;
 const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
 
 /// Runs slot `slot` (numbered over all cores) until the budget is spent.
-pub async fn run(ctx: Rc<CoreCtx>, slot: usize) {
-    let plan = ctx.plan.clone();
+pub(super) async fn run(phase: Rc<CorePhase>, slot: usize) {
+    let plan = phase.plan.clone();
     let n = plan.targets.len();
     let same_origin = plan
         .targets
@@ -30,7 +30,7 @@ pub async fn run(ctx: Rc<CoreCtx>, slot: usize) {
     let mut url = slot % n;
     let mut pacer = match plan.shape {
         Shape::Open { rate } => Some(Pacer::new(
-            ctx.start,
+            phase.start,
             slot,
             plan.connections,
             rate,
@@ -40,12 +40,12 @@ pub async fn run(ctx: Rc<CoreCtx>, slot: usize) {
     };
     let mut held = 0u64;
     loop {
-        if ctx.fatal.borrow().is_some() {
+        if phase.fatal.borrow().is_some() {
             return;
         }
         match plan.per_connection {
-            Some(x) => held = ctx.claim(x),
-            None if held == 0 => held = ctx.claim(depth),
+            Some(x) => held = phase.claim(x),
+            None if held == 0 => held = phase.claim(depth),
             None => {}
         }
         if held == 0 {
@@ -58,10 +58,10 @@ pub async fn run(ctx: Rc<CoreCtx>, slot: usize) {
             first_intended = Some(Instant::now());
         }
         let target = if same_origin { 0 } else { url };
-        let Some(mut session) = Session::connect(&ctx, target, slot).await else {
+        let Some(mut session) = Session::connect(&phase, target, slot).await else {
             held -= 1;
             if plan.per_connection.is_some() {
-                ctx.refund(held);
+                phase.refund(held);
                 held = 0;
             }
             ringway::time::sleep(CONNECT_BACKOFF).await;
@@ -69,7 +69,7 @@ pub async fn run(ctx: Rc<CoreCtx>, slot: usize) {
         };
         loop {
             if plan.per_connection.is_none() && held == 0 {
-                held = ctx.claim(depth);
+                held = phase.claim(depth);
             }
             let k = held.min(depth);
             if k == 0 {
@@ -80,7 +80,7 @@ pub async fn run(ctx: Rc<CoreCtx>, slot: usize) {
                 None => next_intended(&mut pacer).await,
             };
             held -= k;
-            let outcome = session.exchange(&ctx, url, k as usize, intended).await;
+            let outcome = session.exchange(&phase, url, k as usize, intended).await;
             if same_origin {
                 url = (url + k as usize) % n;
             }
@@ -89,7 +89,7 @@ pub async fn run(ctx: Rc<CoreCtx>, slot: usize) {
             }
         }
         if plan.per_connection.is_some() {
-            ctx.refund(held);
+            phase.refund(held);
             held = 0;
         }
         if !same_origin {

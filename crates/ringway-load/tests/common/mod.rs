@@ -14,7 +14,7 @@ use ringway_load::Report;
 
 /// What the server counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Counts {
+pub(crate) struct Counts {
     pub requests: u64,
     pub responses: u64,
     pub connections: u64,
@@ -25,7 +25,7 @@ pub struct Counts {
 }
 
 /// A running test server; stopped (by its pid) when dropped.
-pub struct Server {
+pub(crate) struct Server {
     child: Child,
     stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
@@ -35,12 +35,12 @@ pub struct Server {
 impl Server {
     /// Starts `ringway-load-testserver` with `args`, pinned with `taskset -c CPU` if
     /// `cpu` is given (and taskset exists).
-    pub fn start_on(cpu: Option<usize>, args: &[&str]) -> Server {
+    pub(crate) fn start_on(cpu: Option<usize>, args: &[&str]) -> Server {
         Server::start_with(cpu, None, args)
     }
 
     /// As [`start_on`](Self::start_on), with `RINGWAY_BACKEND=backend` for the server.
-    pub fn start_with(cpu: Option<usize>, backend: Option<&str>, args: &[&str]) -> Server {
+    pub(crate) fn start_with(cpu: Option<usize>, backend: Option<&str>, args: &[&str]) -> Server {
         let exe = env!("CARGO_BIN_EXE_ringway-load-testserver");
         let mut cmd = match cpu {
             Some(c) if Command::new("taskset").arg("-V").output().is_ok() => {
@@ -77,21 +77,21 @@ impl Server {
         }
     }
 
-    pub fn start(args: &[&str]) -> Server {
+    pub(crate) fn start(args: &[&str]) -> Server {
         Server::start_on(None, args)
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
     /// Closes its stdin, reads its counts, and waits for it to exit (killing it by pid
     /// after 5 s).
-    pub fn stop(mut self) -> Counts {
+    pub(crate) fn stop(mut self) -> Counts {
         drop(self.stdin.take());
         let mut rest = String::new();
         let _ = self.stdout.read_to_string(&mut rest);
@@ -141,7 +141,7 @@ impl Drop for Server {
 }
 
 /// Sends SIGKILL to `pid`.
-pub fn kill(pid: u32) {
+pub(crate) fn kill(pid: u32) {
     // SAFETY: kill() takes no pointers; the pid is our own child's.
     unsafe {
         libc::kill(pid as libc::pid_t, libc::SIGKILL);
@@ -149,7 +149,7 @@ pub fn kill(pid: u32) {
 }
 
 /// Parses `ringway load` arguments (without the program name).
-pub fn args(a: &[&str]) -> LoadArgs {
+pub(crate) fn args(a: &[&str]) -> LoadArgs {
     use clap::Parser;
     #[derive(Parser)]
     struct Cli {
@@ -162,14 +162,14 @@ pub fn args(a: &[&str]) -> LoadArgs {
 }
 
 /// Runs `ringway load` in-process; returns the report and the printed text.
-pub fn load(a: &[&str]) -> (Report, String) {
+pub(crate) fn load(a: &[&str]) -> (Report, String) {
     let mut out = Vec::new();
     let report = ringway_load::cli::execute(&args(a), &mut out).expect("the run works");
     (report, String::from_utf8(out).expect("text output"))
 }
 
 /// Runs and returns the error message.
-pub fn load_err(a: &[&str]) -> String {
+pub(crate) fn load_err(a: &[&str]) -> String {
     let mut out = Vec::new();
     match ringway_load::cli::execute(&args(a), &mut out) {
         Ok(r) => panic!("expected an error, got {} requests", r.requests),

@@ -20,9 +20,9 @@ pub(crate) trait Held: 'static {
 }
 
 /// Resources that only have to stay alive (a dropped future's buffers).
-pub(crate) struct Keep<T>(pub T);
+pub(crate) struct KeptUntilDone<T>(pub T);
 
-impl<T: 'static> Held for Keep<T> {
+impl<T: 'static> Held for KeptUntilDone<T> {
     fn finished(self, _result: i32) {}
 }
 

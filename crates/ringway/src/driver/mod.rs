@@ -53,7 +53,7 @@ pub use completion::{Completion, OpId};
 pub use op::Op;
 
 use delivery::{Delivery, Sink};
-pub(crate) use held::{Held, HeldValue, Keep};
+pub(crate) use held::{Held, HeldValue, KeptUntilDone};
 use op::OpKind;
 use table::{Notify, OpTable, SlotState, BACKLOG};
 
@@ -570,7 +570,7 @@ impl Driver {
                 // The close op owns the fd from now on.
                 std::mem::forget(fd);
                 // SAFETY: a close carries no pointers.
-                let _ = unsafe { self.submit_detached(close.into(), Keep(())) };
+                let _ = unsafe { self.submit_detached(close.into(), KeptUntilDone(())) };
             }
             (ActiveBackend::Epoll(e), Some(id)) => e.close_after(fd, id),
             (_, None) => {

@@ -17,7 +17,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::driver::{Completion, HeldValue, Keep, Op, OpId, Submitted};
+use crate::driver::{Completion, HeldValue, KeptUntilDone, Op, OpId, Submitted};
 use crate::runtime::context::{try_with_driver, with_driver};
 
 /// An operation with the resources it owns.
@@ -121,12 +121,12 @@ impl<T: Operation> Future for OpFuture<T> {
 impl<T: Operation> Drop for OpFuture<T> {
     fn drop(&mut self) {
         let Some(id) = self.id.take() else { return };
-        let mut keep = self.state.take().map(|s| HeldValue::new(Keep(s)));
-        let handed = try_with_driver(|d| d.detach(id, keep.take()));
+        let mut kept = self.state.take().map(|s| HeldValue::new(KeptUntilDone(s)));
+        let handed = try_with_driver(|d| d.detach(id, kept.take()));
         if handed.is_none() {
             // No driver to give the buffers to (dropped outside the runtime): the kernel
             // may still write into them, so they must never be freed.
-            std::mem::forget(keep);
+            std::mem::forget(kept);
         }
     }
 }

@@ -4,18 +4,18 @@ use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Requests parsed.
-pub static REQUESTS: AtomicU64 = AtomicU64::new(0);
+pub(crate) static REQUESTS: AtomicU64 = AtomicU64::new(0);
 /// Responses written completely.
-pub static RESPONSES: AtomicU64 = AtomicU64::new(0);
+pub(crate) static RESPONSES: AtomicU64 = AtomicU64::new(0);
 /// Connections accepted.
-pub static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
+pub(crate) static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
 /// With `--hold N`: the most requests held at once.
-pub static HELD_MAX: AtomicU64 = AtomicU64::new(0);
+pub(crate) static HELD_MAX: AtomicU64 = AtomicU64::new(0);
 /// With `--hold N`: requests released by the hold timeout instead of the barrier.
-pub static HOLD_TIMEOUTS: AtomicU64 = AtomicU64::new(0);
+pub(crate) static HOLD_TIMEOUTS: AtomicU64 = AtomicU64::new(0);
 
 /// Prints the counts and ends the process.
-pub fn report_and_exit() -> ! {
+pub(crate) fn report_and_exit() -> ! {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,

@@ -25,7 +25,7 @@ thread_local! {
 
 /// Holds this request until `n` are held at once (all then go on), or for
 /// [`HOLD_LIMIT`] at most (counted in `HOLD_TIMEOUTS`).
-pub async fn barrier(n: usize) {
+pub(crate) async fn barrier(n: usize) {
     let round = BARRIER.with(|b| {
         let mut b = b.borrow_mut();
         b.held += 1;

@@ -1,9 +1,12 @@
 //! The test server's HTTP: request heads by httparse, request bodies by Content-Length,
-//! and canned responses framed the way the mode says.
+//! canned responses framed the way the mode says, and the CPU work each request costs
+//! (`--work-us`).
+
+use std::time::{Duration, Instant};
 
 /// How responses are framed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// `Content-Length`.
     ContentLength,
     /// `Transfer-Encoding: chunked` with an extension and a trailer.
@@ -15,7 +18,7 @@ pub enum Mode {
 }
 
 /// What the start of a buffer holds.
-pub enum Parsed {
+pub(crate) enum Parsed {
     /// A whole request of `len` bytes; `status` to answer with.
     Request { len: usize, status: u16 },
     /// Not all of it yet.
@@ -25,7 +28,7 @@ pub enum Parsed {
 }
 
 /// Parses one request from the start of `buf`.
-pub fn parse_request(buf: &[u8]) -> Parsed {
+pub(crate) fn parse_request(buf: &[u8]) -> Parsed {
     let mut headers = [httparse::EMPTY_HEADER; 32];
     let mut req = httparse::Request::new(&mut headers);
     let head = match req.parse(buf) {
@@ -60,7 +63,7 @@ pub fn parse_request(buf: &[u8]) -> Parsed {
 }
 
 /// Appends the response to `out`. The body is always `Hello, World!`.
-pub fn respond(mode: Mode, status: u16, out: &mut Vec<u8>) {
+pub(crate) fn respond(mode: Mode, status: u16, out: &mut Vec<u8>) {
     let line = format!("HTTP/1.1 {status} X\r\nServer: t\r\nContent-Type: text/plain\r\n");
     out.extend_from_slice(line.as_bytes());
     match mode {
@@ -71,5 +74,16 @@ pub fn respond(mode: Mode, status: u16, out: &mut Vec<u8>) {
             b"Transfer-Encoding: chunked\r\n\r\n5;ext=1\r\nHello\r\n8\r\n, World!\r\n0\r\nX-Trailer: 1\r\n\r\n",
         ),
         Mode::Close => out.extend_from_slice(b"\r\nHello, World!"),
+    }
+}
+
+/// Spins for `d`: CPU work that makes this server the bottleneck.
+pub(crate) fn burn(d: Duration) {
+    if d.is_zero() {
+        return;
+    }
+    let t0 = Instant::now();
+    while t0.elapsed() < d {
+        std::hint::spin_loop();
     }
 }

@@ -23,7 +23,7 @@ mod poll_loop;
 mod tls;
 
 use std::io::{Read as _, Write as _};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ringway::net::{TcpListener, TcpStream};
 
@@ -176,7 +176,7 @@ async fn serve_conn(mut stream: TcpStream, mode: Mode, work: Duration, hold: usi
                     if hold > 0 {
                         hold::barrier(hold).await;
                     }
-                    burn(work);
+                    http::burn(work);
                     http::respond(mode, status, &mut out);
                     answered += 1;
                     if mode == Mode::Close {
@@ -205,16 +205,5 @@ async fn serve_conn(mut stream: TcpStream, mode: Mode, work: Duration, hold: usi
             let _ = stream.shutdown(std::net::Shutdown::Both);
             return;
         }
-    }
-}
-
-/// Spins for `d`: CPU work that makes this server the bottleneck.
-pub fn burn(d: Duration) {
-    if d.is_zero() {
-        return;
-    }
-    let t0 = Instant::now();
-    while t0.elapsed() < d {
-        std::hint::spin_loop();
     }
 }

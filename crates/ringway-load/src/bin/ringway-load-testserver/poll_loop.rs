@@ -27,7 +27,7 @@ const ROUND_WAIT: Duration = Duration::from_millis(20);
 /// connection once, starting from a different one each round. Every responsive
 /// connection is thus served exactly once per round: two clients with the same number
 /// of connections get the same share, however their own speeds differ.
-pub fn serve(mode: Mode, work: Duration) {
+pub(crate) fn serve(mode: Mode, work: Duration) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     listener.set_nonblocking(true).expect("nonblocking");
     println!("listening on {}", listener.local_addr().expect("addr"));
@@ -126,7 +126,7 @@ fn serve_client(c: &mut Client, chunk: &mut [u8], mode: Mode, work: Duration) ->
             Parsed::Request { len, status } => {
                 REQUESTS.fetch_add(1, Ordering::SeqCst);
                 c.buf.drain(..len);
-                crate::burn(work);
+                http::burn(work);
                 let mut out = Vec::new();
                 http::respond(mode, status, &mut out);
                 if !write_all(&mut c.stream, &out) {

@@ -14,7 +14,7 @@ use crate::counters::{CONNECTIONS, REQUESTS, RESPONSES};
 use crate::http::{self, Mode, Parsed};
 
 /// Serves forever (until stdin closes).
-pub fn serve(cert: &str, key: &str, mode: Mode, work: Duration) {
+pub(crate) fn serve(cert: &str, key: &str, mode: Mode, work: Duration) {
     let certs: Vec<_> = rustls_pemfile::certs(&mut BufReader::new(File::open(cert).expect("cert")))
         .collect::<Result<_, _>>()
         .expect("certificate PEM");
@@ -52,7 +52,7 @@ pub fn serve(cert: &str, key: &str, mode: Mode, work: Duration) {
                 while let Parsed::Request { len, status } = http::parse_request(&buf) {
                     REQUESTS.fetch_add(1, Ordering::SeqCst);
                     buf.drain(..len);
-                    crate::burn(work);
+                    http::burn(work);
                     http::respond(mode, status, &mut out);
                     answered += 1;
                 }

@@ -27,13 +27,14 @@ struct State {
     writer: Option<Waker>,
 }
 
-/// The shared queue between the connection (writer) and the body (reader).
+/// The queue of a streamed request body, shared by the connection (writer) and the
+/// handler's [`Body`](crate::Body) (reader).
 #[derive(Default)]
-pub(crate) struct Pipe {
+pub(crate) struct BodyQueue {
     state: RefCell<State>,
 }
 
-impl Pipe {
+impl BodyQueue {
     pub(crate) fn push(&self, b: Bytes) {
         let mut s = self.state.borrow_mut();
         s.queued += b.len();
@@ -65,9 +66,9 @@ impl Pipe {
 }
 
 /// The reading end, inside the request's [`Body`](crate::Body).
-pub(crate) struct PipeReader(pub Rc<Pipe>);
+pub(crate) struct BodyQueueReader(pub(crate) Rc<BodyQueue>);
 
-impl BodyStream for PipeReader {
+impl BodyStream for BodyQueueReader {
     fn poll_chunk(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<io::Result<Bytes>>> {
         let mut s = self.0.state.borrow_mut();
         if let Some(b) = s.queue.pop_front() {

@@ -1,5 +1,5 @@
-//! What the connections of one client core share: the plan, the core's measurements,
-//! its share of the request budget and the deadline. Everything here is core-local
+//! One client core's part of a phase: what the connections of that core share (the
+//! plan, the core's measurements, its share of the request budget, the phase's start). Everything here is core-local
 //! (`Rc`, `Cell`), so the request path touches no atomics but the progress counter,
 //! which only this core writes.
 
@@ -13,11 +13,12 @@ use bytes::Bytes;
 
 use super::plan::Plan;
 use crate::config::Shape;
-use crate::error::ErrorClass;
+use crate::error::RequestFailure;
 use crate::stats::{record, Stats};
 
-/// See the [module docs](self).
-pub struct CoreCtx {
+/// One client core's part of a phase, shared by that core's connection tasks (see the
+/// [module docs](self)).
+pub(super) struct CorePhase {
     /// The run's plan.
     pub plan: Arc<Plan>,
     /// This core's measurements.
@@ -38,9 +39,14 @@ pub struct CoreCtx {
     pub fatal: RefCell<Option<String>>,
 }
 
-impl CoreCtx {
-    /// A context for one core.
-    pub fn new(plan: Arc<Plan>, budget: u64, start: Instant, progress: Arc<AtomicU64>) -> Rc<Self> {
+impl CorePhase {
+    /// This core's part of a phase: `budget` request attempts, counted from `start`.
+    pub(super) fn new(
+        plan: Arc<Plan>,
+        budget: u64,
+        start: Instant,
+        progress: Arc<AtomicU64>,
+    ) -> Rc<Self> {
         let requests = plan
             .requests
             .iter()
@@ -54,7 +60,7 @@ impl CoreCtx {
         } else {
             Vec::new()
         };
-        Rc::new(CoreCtx {
+        Rc::new(CorePhase {
             plan,
             stats: RefCell::new(Stats::default()),
             budget: Cell::new(budget),
@@ -68,7 +74,7 @@ impl CoreCtx {
     }
 
     /// Takes up to `want` request attempts from the budget; 0 when it is spent.
-    pub fn claim(&self, want: u64) -> u64 {
+    pub(super) fn claim(&self, want: u64) -> u64 {
         let left = self.budget.get();
         if left == u64::MAX {
             return want;
@@ -79,7 +85,7 @@ impl CoreCtx {
     }
 
     /// Gives back attempts claimed but not used.
-    pub fn refund(&self, n: u64) {
+    pub(super) fn refund(&self, n: u64) {
         let left = self.budget.get();
         if left != u64::MAX {
             self.budget.set(left + n);
@@ -87,7 +93,7 @@ impl CoreCtx {
     }
 
     /// Counts `n` failed request attempts of `class`.
-    pub fn fail(&self, class: ErrorClass, n: usize) {
+    pub(super) fn fail(&self, class: RequestFailure, n: usize) {
         self.stats.borrow_mut().errors.add(class, n as u64);
         let done = self.progress.load(Ordering::Relaxed);
         self.progress.store(done + n as u64, Ordering::Relaxed);
@@ -96,7 +102,7 @@ impl CoreCtx {
     /// Records a completed request: latency from `intended` (and, in open loop, from
     /// `sent` as well) to `now` (when its last bytes arrived), its status if it has
     /// one, and whether its body was right.
-    pub fn complete(
+    pub(super) fn complete(
         &self,
         intended: Instant,
         sent: Instant,
@@ -114,7 +120,7 @@ impl CoreCtx {
             s.status(code);
         }
         if !ok {
-            s.errors.add(ErrorClass::Body, 1);
+            s.errors.add(RequestFailure::Body, 1);
         }
         drop(s);
         // Only this core writes its counter: a plain store, no read-modify-write.
@@ -123,7 +129,7 @@ impl CoreCtx {
     }
 
     /// The bytes of `k` requests starting at URL `first` (round-robin).
-    pub fn request_bytes(&self, first: usize, k: usize) -> Bytes {
+    pub(super) fn request_bytes(&self, first: usize, k: usize) -> Bytes {
         let n = self.requests.len();
         if k == 1 {
             return self.requests[first % n].clone();

@@ -1,0 +1,29 @@
+//! What every core of one server shares, read-only or atomic: the server's
+//! configuration, its counters, its access log and its shutdown flag. The server
+//! (`server.rs`) makes it once; every connection (`conn.rs`) reads it.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::Config;
+use crate::log::AccessLog;
+use crate::stats::Stats;
+
+/// What every core of one server shares (read-only, or atomic).
+pub(crate) struct ServerState {
+    /// The server's configuration.
+    pub(crate) cfg: Config,
+    /// TLS, when the server speaks it.
+    pub(crate) tls: Option<Arc<rustls::ServerConfig>>,
+    /// The counters of every core.
+    pub(crate) stats: Arc<Stats>,
+    /// The shortest timeout: how far ahead a connection's timer is armed.
+    pub(crate) tick: Duration,
+    /// The access log, when it is on.
+    pub(crate) log: Option<Arc<AccessLog>>,
+    /// The server's id in each core's shutdown registry.
+    pub(crate) id: u64,
+    /// Set once the graceful shutdown has started (by any thread).
+    pub(crate) global: Arc<AtomicBool>,
+}
