@@ -324,7 +324,7 @@ pub fn run(opts: &Options) -> Result<Outcome, String> {
         fill_ratios(&mut rows);
         for r in &rows {
             progress.println(format!(
-                "  {:<14} {:>9} req/s  {:>7} µs/req CPU  p99 {:>6.0} µs  {}/{} clean",
+                "  {:<19} {:>9} req/s  {:>7} µs/req CPU  p99 {:>6.0} µs  {}/{} clean",
                 r.peer,
                 crate::table::fmt_rate(r.rps),
                 r.cpu_us_per_req.map_or("-".into(), |c| format!("{c:.2}")),
