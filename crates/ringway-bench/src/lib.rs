@@ -9,6 +9,8 @@
 pub mod canned;
 pub mod floor_ring;
 pub mod heads;
+#[cfg(feature = "peers")]
+pub mod hyper_hello;
 pub mod listen;
 pub mod peer_kit;
 pub mod peers;

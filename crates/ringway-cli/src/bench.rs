@@ -18,11 +18,13 @@ use ringway_bench::suite::{self, Options};
   ringway bench --instructions --scenario S5,S8   (user-space instructions per request)
   ringway bench --profile ringway-uring           (flamegraph of one peer in S5 c50)
   ringway bench --compare old/results.json
-Scenarios: S1..S13 (S14 arrives with the Python loops); a variant as S5:c1000.
-Peers: ringway-uring, ringway-epoll, hyper, tokio-raw, monoio, monoio-coop, compio,
-compio-tuned, glommio, may-minihttp, nginx, floor.")]
+Scenarios: S1..S14 (S14, the Python loops, only by name or with --full; it needs
+crates/ringway-py/bench/run --setup-only); a variant as S5:c1000.
+Peers: ringway-uring, ringway-epoll, hyper, hyper-ringway, hyper-ringway-epoll (not by
+default), tokio-raw, monoio, monoio-coop, compio, compio-tuned, glommio, may-minihttp,
+nginx, floor; py-ringway, py-asyncio, py-uvloop, py-rloop (S14).")]
 pub(crate) struct BenchArgs {
-    /// Scenarios (S1..S13) or variants (S5:c1000), comma-separated; default: one of
+    /// Scenarios (S1..S14) or variants (S5:c1000), comma-separated; default: one of
     /// each of S1-S9.
     #[arg(long, value_name = "LIST")]
     scenario: Option<String>,

@@ -110,6 +110,10 @@ fn url(service: Service, port: u16) -> String {
         Service::Http(app) => format!("http://127.0.0.1:{port}{}", app.path()),
         Service::Tls => format!("https://127.0.0.1:{port}{}", crate::canned::HELLO_PATH),
         Service::Echo => format!("tcp://127.0.0.1:{port}"),
+        Service::Python(p) if p.is_http() => {
+            format!("http://127.0.0.1:{port}{}", crate::canned::HELLO_PATH)
+        }
+        Service::Python(_) => format!("tcp://127.0.0.1:{port}"),
     }
 }
 

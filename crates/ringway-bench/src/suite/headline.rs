@@ -3,13 +3,14 @@
 //!
 //! The figure is the one the goals of the suite name: p99 latency in S1 and S9 (lower
 //! is better), server CPU per request in S5 and S7 (lower is better: without
-//! pipelining the client saturates first, so req/s there measures the client), req/s
+//! pipelining the client saturates first, so req/s there measures the client) and S14
+//! (the Python loops, where the reference is ringway's loop, `py-ringway`), req/s
 //! elsewhere (higher is better). The floor is a physical limit, not a competitor: the
 //! best *peer* excludes it, and ringway's distance to the floor is given beside.
 
 use serde::Serialize;
 
-use crate::suite::results::{Results, Row, RINGWAY};
+use crate::suite::results::{reference_peer, Results, Row};
 
 /// The floor's name in the registry.
 pub const FLOOR: &str = "floor";
@@ -30,7 +31,7 @@ impl Figure {
     pub fn of(scenario: &str) -> Figure {
         match scenario {
             "S1" | "S9" => Figure::P99,
-            "S5" | "S7" => Figure::CpuPerReq,
+            "S5" | "S7" | "S14" => Figure::CpuPerReq,
             _ => Figure::Rps,
         }
     }
@@ -77,7 +78,9 @@ pub struct Headline {
     pub variant: String,
     /// The deciding figure.
     pub figure: Figure,
-    /// ringway/uring's value.
+    /// ringway's peer in this scenario: `ringway-uring`, or `py-ringway` in S14.
+    pub who: String,
+    /// Its value.
     pub ringway: f64,
     /// The best other peer (floor excluded) and its value.
     pub best: Option<(String, f64)>,
@@ -99,10 +102,7 @@ impl Headline {
         let f = self.figure;
         let mine = f.format(self.ringway);
         let Some((best, value)) = &self.best else {
-            return format!(
-                "ringway/uring {mine} {} (no other peer measured)",
-                f.label()
-            );
+            return format!("{} {mine} {} (no other peer measured)", self.who, f.label());
         };
         let adv = self.advantage.unwrap_or(1.0);
         let verdict = if adv >= 1.0 {
@@ -123,7 +123,7 @@ impl Headline {
             .floor
             .map(|fl| format!("; the floor: {}", f.format(fl)))
             .unwrap_or_default();
-        format!("ringway/uring {mine} {}, {verdict}{floor}", f.label())
+        format!("{} {mine} {}, {verdict}{floor}", self.who, f.label())
     }
 }
 
@@ -132,8 +132,9 @@ pub fn headlines(results: &Results) -> Vec<Headline> {
     let mut out = Vec::new();
     for (scenario, variant) in results.variants() {
         let figure = Figure::of(&scenario);
+        let who = reference_peer(&scenario);
         let Some(mine) = results
-            .row(RINGWAY, &scenario, &variant)
+            .row(who, &scenario, &variant)
             .and_then(|r| figure.value(r))
         else {
             continue;
@@ -142,7 +143,7 @@ pub fn headlines(results: &Results) -> Vec<Headline> {
             .rows
             .iter()
             .filter(|r| r.scenario == scenario && r.variant == variant)
-            .filter(|r| r.peer != RINGWAY && r.peer != FLOOR)
+            .filter(|r| r.peer != who && r.peer != FLOOR)
             .filter_map(|r| figure.value(r).map(|v| (r.peer.clone(), v)));
         let best = others.fold(None::<(String, f64)>, |acc, (p, v)| match acc {
             Some((_, bv))
@@ -167,6 +168,7 @@ pub fn headlines(results: &Results) -> Vec<Headline> {
             scenario,
             variant,
             figure,
+            who: who.to_string(),
             ringway: mine,
             best,
             advantage,
@@ -178,6 +180,7 @@ pub fn headlines(results: &Results) -> Vec<Headline> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::suite::results::RINGWAY;
 
     fn row(peer: &str, scenario: &str, rps: f64, cpu: f64, p99: f64) -> Row {
         let mut r = Row {

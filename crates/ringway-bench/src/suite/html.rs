@@ -62,9 +62,14 @@ fn headline_section(out: &mut String, hs: &[Headline]) {
         let class = if h.ringway_leads() { "win" } else { "lose" };
         let _ = writeln!(
             out,
-            "<tr><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td><td>{}</td></tr>",
+            "<tr><td>{} {}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td><td>{}</td></tr>",
             esc(&h.scenario),
             esc(&h.variant),
+            if h.who == crate::suite::results::RINGWAY {
+                String::new()
+            } else {
+                format!(" ({})", esc(&h.who))
+            },
             esc(f.label()),
             f.format(h.ringway),
             esc(&best),

@@ -22,6 +22,7 @@ pub mod nginx;
 pub mod peers;
 pub mod profile;
 mod progress;
+pub mod python;
 pub mod results;
 pub mod scenarios;
 pub mod setup;
@@ -35,7 +36,7 @@ use std::time::Instant;
 
 pub use progress::Progress;
 
-use crate::suite::peers::{LaunchCtx, PeerSpec, Service};
+use crate::suite::peers::{Launch, LaunchCtx, PeerSpec, Service};
 use crate::suite::results::{fill_ratios, PeerInfo, Results, Row, RINGWAY};
 use crate::suite::scenarios::{Shape, Variant};
 use crate::suite::variant::{run_variant, VariantEnv};
@@ -166,7 +167,7 @@ pub fn run(opts: &Options) -> Result<Outcome, String> {
         return Err("--duration must be positive and --warmup not negative".into());
     }
     let registry = peers::registry();
-    let selected = peers::select(&registry, opts.peers.as_deref())?;
+    let mut selected = peers::select(&registry, opts.peers.as_deref())?;
     let catalogue = scenarios::catalogue();
     let variants = scenarios::select(&catalogue, opts.scenarios.as_deref(), opts.full)?;
     let ringway = opts.bin_dir.join("ringway");
@@ -251,6 +252,28 @@ pub fn run(opts: &Options) -> Result<Outcome, String> {
         bin_dir: opts.bin_dir.clone(),
         wrk: opts.wrk && present("wrk"),
     };
+    // Without --peers, a default peer that has no server for any selected variant (the
+    // Python loops outside S14, nginx in an echo-only run) is left out of the run
+    // instead of listed with nothing measured.
+    if opts.peers.is_none() {
+        selected.retain(|p| {
+            variants
+                .iter()
+                .any(|v| !matches!((p.launch)(&ctx, v.service), Launch::NotApplicable(_)))
+        });
+    }
+    if variants
+        .iter()
+        .any(|v| matches!(v.service, Service::Python(_)))
+        && !python::venv_python(&python::py_dir()).is_file()
+    {
+        eprintln!(
+            "ringway bench: S14 needs the Python bench environment {}; prepare it with: {} \
+             (until then the Python peers are reported unavailable)",
+            python::venv_python(&python::py_dir()).display(),
+            python::SETUP
+        );
+    }
     let total: u64 = variants
         .iter()
         .map(|v| variant::steps(&env, v, selected.len()))
@@ -278,7 +301,13 @@ pub fn run(opts: &Options) -> Result<Outcome, String> {
         };
         for (peer, bytes) in &outcome.response_bytes {
             if let Some(p) = results.peers.iter_mut().find(|p| &p.name == peer) {
-                if v.service == Service::Http(crate::canned::App::Hello) {
+                // A peer's hello response (the Python peers' is their HTTP server's).
+                let hello = match v.service {
+                    Service::Http(app) => app == crate::canned::App::Hello,
+                    Service::Python(server) => server.is_http(),
+                    _ => false,
+                };
+                if hello {
                     p.response_bytes = Some(*bytes);
                 }
             }
@@ -295,7 +324,7 @@ pub fn run(opts: &Options) -> Result<Outcome, String> {
         fill_ratios(&mut rows);
         for r in &rows {
             progress.println(format!(
-                "  {:<14} {:>9} req/s  {:>7} µs/req CPU  p99 {:>6.0} µs  {}/{} clean",
+                "  {:<19} {:>9} req/s  {:>7} µs/req CPU  p99 {:>6.0} µs  {}/{} clean",
                 r.peer,
                 crate::table::fmt_rate(r.rps),
                 r.cpu_us_per_req.map_or("-".into(), |c| format!("{c:.2}")),

@@ -151,6 +151,9 @@ pub fn launch(ctx: &LaunchCtx, service: Service) -> Launch {
     if service == Service::Echo {
         return Launch::NotApplicable("no echo server (nginx-light has no stream module)");
     }
+    if let Service::Python(_) = service {
+        return Launch::NotApplicable("not a Python loop");
+    }
     let Some(nginx) = find() else {
         return Launch::Unavailable(
             "nginx is not installed; install it with: apt-get install nginx-light".into(),
@@ -160,7 +163,7 @@ pub fn launch(ctx: &LaunchCtx, service: Service) -> Launch {
         Service::Http(App::Hello) => "hello",
         Service::Http(App::Body) => "body",
         Service::Tls => "tls",
-        Service::Echo => unreachable!("handled above"),
+        Service::Echo | Service::Python(_) => unreachable!("handled above"),
     };
     let prefix = ctx.work_dir.join(format!("nginx-{tag}"));
     if let Err(e) = std::fs::create_dir_all(&prefix) {

@@ -12,6 +12,7 @@ use crate::canned::App;
 use crate::server::{LaunchSpec, Ready};
 use crate::suite::conformance::Deviation;
 use crate::suite::nginx;
+use crate::suite::python::{self, PyLoop, PyServer};
 
 /// What a scenario asks a server to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,6 +23,8 @@ pub enum Service {
     Tls,
     /// A TCP echo server (every byte sent back).
     Echo,
+    /// One of the Python servers of S14 (only the Python peers have them).
+    Python(PyServer),
 }
 
 /// How a peer treats HTTP: the report says which peers do the work of parsing.
@@ -132,6 +135,7 @@ fn ringway(ctx: &LaunchCtx, service: Service, backend: &str) -> Launch {
             None => return Launch::Unavailable("no TLS certificate was made".into()),
         },
         Service::Echo => format!("echo {common}"),
+        Service::Python(_) => return Launch::NotApplicable("not a Python loop"),
     };
     own_binary(ctx, "ringway", &args, "ringway-cli")
 }
@@ -150,6 +154,7 @@ fn raw_http(ctx: &LaunchCtx, service: Service, bin: &str, extra: &str) -> Launch
         ),
         Service::Tls => Launch::NotApplicable("no TLS server"),
         Service::Echo => Launch::NotApplicable("no echo server"),
+        Service::Python(_) => Launch::NotApplicable("not a Python loop"),
     }
 }
 
@@ -189,6 +194,22 @@ pub fn registry() -> Vec<PeerSpec> {
             deviations: &[],
             default: true,
             launch: |ctx, s| raw_http(ctx, s, "http-hyper", ""),
+        },
+        PeerSpec {
+            name: "hyper-ringway",
+            about: "the same hyper 1 http1 service as `hyper`, on ringway (io_uring) through ringway-compat's Server",
+            http: HttpWork::Parses,
+            deviations: &[],
+            default: true,
+            launch: |ctx, s| raw_http(ctx, s, "http-hyper-ringway", "--backend uring"),
+        },
+        PeerSpec {
+            name: "hyper-ringway-epoll",
+            about: "hyper on ringway through ringway-compat, epoll backend",
+            http: HttpWork::Parses,
+            deviations: &[],
+            default: false,
+            launch: |ctx, s| raw_http(ctx, s, "http-hyper-ringway", "--backend epoll"),
         },
         PeerSpec {
             name: "tokio-raw",
@@ -288,13 +309,50 @@ pub fn registry() -> Vec<PeerSpec> {
                         &format!("{BIND} --app {}", app_arg(app)),
                         "ringway-bench",
                     ),
-                    _ => Launch::NotApplicable("no TLS server"),
+                    Service::Tls => Launch::NotApplicable("no TLS server"),
+                    _ => Launch::NotApplicable("no such server"),
                 };
                 echo_or(ctx, s, Some(("echo-floor", "")), http)
             },
         },
+        PeerSpec {
+            name: "py-ringway",
+            about: "ringway's asyncio event loop (ringway-py, release build), servers.py (S14 only)",
+            http: HttpWork::CountsHeads,
+            deviations: PY_DEVIATIONS,
+            default: true,
+            launch: |_, s| python::launch(s, PyLoop::Ringway),
+        },
+        PeerSpec {
+            name: "py-asyncio",
+            about: "stock asyncio (the selector loop), servers.py (S14 only): the control",
+            http: HttpWork::CountsHeads,
+            deviations: PY_DEVIATIONS,
+            default: true,
+            launch: |_, s| python::launch(s, PyLoop::Asyncio),
+        },
+        PeerSpec {
+            name: "py-uvloop",
+            about: "uvloop (libuv), servers.py (S14 only): the reference",
+            http: HttpWork::CountsHeads,
+            deviations: PY_DEVIATIONS,
+            default: true,
+            launch: |_, s| python::launch(s, PyLoop::Uvloop),
+        },
+        PeerSpec {
+            name: "py-rloop",
+            about: "rloop (Rust, mio), servers.py (S14 only), where it installs",
+            http: HttpWork::CountsHeads,
+            deviations: PY_DEVIATIONS,
+            default: true,
+            launch: |_, s| python::launch(s, PyLoop::Rloop),
+        },
     ]
 }
+
+/// The Python HTTP server (servers.py) writes the canned head without `date`: the
+/// two-write answer is the loop's work under test, the same for every Python loop.
+const PY_DEVIATIONS: &[Deviation] = &[Deviation::MissingHeader("date")];
 
 /// The peers named in `selection` (comma-separated, in registry order), or the default
 /// ones. Unknown names are an error that lists the known ones.

@@ -16,6 +16,18 @@ use crate::stats::summarize;
 
 /// The peer every ratio is taken against.
 pub const RINGWAY: &str = "ringway-uring";
+/// ringway's Python loop: the reference of S14, where ringway-uring has no server.
+pub const PY_RINGWAY: &str = "py-ringway";
+
+/// The peer whose row the other rows of `scenario` are ratios to: ringway/uring, or
+/// ringway's Python loop in S14.
+pub fn reference_peer(scenario: &str) -> &'static str {
+    if scenario == "S14" {
+        PY_RINGWAY
+    } else {
+        RINGWAY
+    }
+}
 
 /// Latency percentiles in microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -246,7 +258,7 @@ pub fn aggregate(rounds: &[&Round], title: &str) -> Row {
 pub fn fill_ratios(rows: &mut [Row]) {
     let base: BTreeMap<(String, String), (f64, Option<f64>)> = rows
         .iter()
-        .filter(|r| r.peer == RINGWAY && r.rps > 0.0)
+        .filter(|r| r.peer == reference_peer(&r.scenario) && r.rps > 0.0)
         .map(|r| {
             (
                 (r.scenario.clone(), r.variant.clone()),

@@ -7,6 +7,7 @@
 
 use crate::canned::App;
 use crate::suite::peers::Service;
+use crate::suite::python::PyServer;
 
 /// The shape of the load.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -179,7 +180,10 @@ pub const TITLES: &[(&str, &str)] = &[
         "S13",
         "hostile mix: valid load with malformed requests and slow clients",
     ),
-    ("S14", "Python loops (arrive with the Python issue)"),
+    (
+        "S14",
+        "Python loops: ringway's asyncio loop vs asyncio, uvloop, rloop",
+    ),
 ];
 
 /// What a reader must know to read scenario `id` right.
@@ -199,6 +203,12 @@ pub fn note(id: &str) -> Option<&'static str> {
         "S12" => "Peers run one after the other here (10,000 idle connections to every peer at once \
                   would be 120,000 sockets); RSS per connection is the process tree's RSS growth \
                   over the idle connections.",
+        "S14" => "Python servers (crates/ringway-py/bench/servers.py), one process per loop, on the \
+                  server core; the native client (`ringway load`) on the client core. req/s is \
+                  messages (or requests) per second, CPU µs/req the server's CPU per message; \
+                  ratios are to py-ringway. The HTTP server counts request heads and answers \
+                  each with two write() calls (headers, body), without a date header. Native \
+                  echo servers for the same shapes are in S7.",
         "S13" => "A peer that does not parse HTTP (the raw loops, the floor) answers malformed \
                   requests with 200: the hostile_* figures say what each did.",
         _ => return None,
@@ -237,6 +247,12 @@ fn v(
         chart,
     }
 }
+
+/// Scenarios the default run leaves out even though they have default variants: they
+/// need what a fresh clone does not have (S14: a Python virtual environment with a
+/// release build of ringway's loop). `--scenario S14` runs their default variants,
+/// `--full` all of them.
+pub const OPT_IN: &[&str] = &["S14"];
 
 /// The offered rates of S9, in percent of the capacity.
 pub const OPEN_LOOP_PERCENTS: &[u32] = &[25, 50, 75, 90, 100, 110];
@@ -477,7 +493,104 @@ pub fn catalogue() -> Vec<Variant> {
             false,
         ),
     ]);
+    all.extend(python_variants());
     all
+}
+
+/// S14: the Python loops. The default four are the issue's (Protocol echo of 64 B and
+/// 1 KiB, streams echo, the two-write HTTP server); the others widen them (sizes,
+/// connection counts, BufferedProtocol) under `--full` or by name.
+fn python_variants() -> Vec<Variant> {
+    let echo = |name: &str, title: &str, server: PyServer, conns: usize, size: usize, default| {
+        v(
+            "S14",
+            name,
+            title,
+            Service::Python(server),
+            Shape::Echo { conns, size },
+            default,
+        )
+    };
+    let http = |name: &str, title: &str, conns: usize, default| {
+        v(
+            "S14",
+            name,
+            title,
+            Service::Python(PyServer::TwoWriteHttp),
+            Shape::Closed { conns, pipeline: 1 },
+            default,
+        )
+    };
+    vec![
+        echo(
+            "protocol-64B",
+            "Protocol echo, 64 B, 10 connections",
+            PyServer::Protocol,
+            10,
+            64,
+            true,
+        ),
+        echo(
+            "protocol-1KiB",
+            "Protocol echo, 1 KiB, 10 connections",
+            PyServer::Protocol,
+            10,
+            1024,
+            true,
+        ),
+        echo(
+            "streams-1KiB",
+            "streams echo (start_server, read/write/drain), 1 KiB, 10 connections",
+            PyServer::Streams,
+            10,
+            1024,
+            true,
+        ),
+        http(
+            "http-2writes",
+            "HTTP answered with two write() calls, 10 connections",
+            10,
+            true,
+        ),
+        echo(
+            "buffered-1KiB",
+            "BufferedProtocol echo, 1 KiB, 10 connections",
+            PyServer::Buffered,
+            10,
+            1024,
+            false,
+        ),
+        echo(
+            "protocol-1KiB-c1",
+            "Protocol echo, 1 KiB, 1 connection",
+            PyServer::Protocol,
+            1,
+            1024,
+            false,
+        ),
+        echo(
+            "protocol-1KiB-c100",
+            "Protocol echo, 1 KiB, 100 connections",
+            PyServer::Protocol,
+            100,
+            1024,
+            false,
+        ),
+        echo(
+            "protocol-100KiB",
+            "Protocol echo, 100 KiB, 10 connections",
+            PyServer::Protocol,
+            10,
+            100 * 1024,
+            false,
+        ),
+        http(
+            "http-2writes-c50",
+            "HTTP answered with two write() calls, 50 connections",
+            50,
+            false,
+        ),
+    ]
 }
 
 /// Picks the variants: `--scenario` names scenarios (`S5`) or variants (`S5:c1000`),
@@ -488,7 +601,11 @@ pub fn select(
     full: bool,
 ) -> Result<Vec<Variant>, String> {
     let Some(selection) = selection else {
-        return Ok(all.iter().filter(|v| full || v.default).cloned().collect());
+        return Ok(all
+            .iter()
+            .filter(|v| full || (v.default && !OPT_IN.contains(&v.scenario)))
+            .cloned()
+            .collect());
     };
     let mut out: Vec<Variant> = Vec::new();
     for item in selection
@@ -511,18 +628,13 @@ pub fn select(
                 }
             })
             .collect();
-        if matching.is_empty() && scenario == "S14" {
-            return Err(
-                "S14 (Python loops) has no variants yet: they arrive with the Python issue".into(),
-            );
-        }
         if matching.is_empty() {
             let known: Vec<String> = all
                 .iter()
                 .map(|v| format!("{}:{}", v.scenario, v.name))
                 .collect();
             return Err(format!(
-                "unknown scenario {item:?}; known: S1..S13, or one variant of: {}",
+                "unknown scenario {item:?}; known: S1..S14, or one variant of: {}",
                 known.join(", ")
             ));
         }
@@ -552,10 +664,10 @@ mod tests {
         assert_eq!(s9.len(), OPEN_LOOP_DEFAULT.len());
         assert!(def
             .iter()
-            .all(|v| !matches!(v.scenario, "S10" | "S11" | "S12" | "S13")));
+            .all(|v| !matches!(v.scenario, "S10" | "S11" | "S12" | "S13" | "S14")));
         let full = select(&all, None, true).unwrap();
         assert_eq!(full.len(), all.len());
-        for s in ["S10", "S11", "S12", "S13"] {
+        for s in ["S10", "S11", "S12", "S13", "S14"] {
             assert!(full.iter().any(|v| v.scenario == s), "{s}");
         }
     }
@@ -579,9 +691,75 @@ mod tests {
         );
         let err = select(&all, Some("S99"), false).unwrap_err();
         assert!(err.contains("unknown scenario"), "{err}");
-        assert!(select(&all, Some("S14"), false)
-            .unwrap_err()
-            .contains("Python"));
+    }
+
+    #[test]
+    fn s14_selects_the_python_variants_outside_the_default_run() {
+        let all = catalogue();
+        let s14 = select(&all, Some("s14"), false).unwrap();
+        let ids: Vec<String> = s14.iter().map(Variant::id).collect();
+        assert_eq!(
+            ids,
+            [
+                "S14 protocol-64B",
+                "S14 protocol-1KiB",
+                "S14 streams-1KiB",
+                "S14 http-2writes"
+            ]
+        );
+        let shapes: Vec<(Service, Shape)> = s14.iter().map(|v| (v.service, v.shape)).collect();
+        assert_eq!(
+            shapes,
+            [
+                (
+                    Service::Python(PyServer::Protocol),
+                    Shape::Echo {
+                        conns: 10,
+                        size: 64
+                    }
+                ),
+                (
+                    Service::Python(PyServer::Protocol),
+                    Shape::Echo {
+                        conns: 10,
+                        size: 1024
+                    }
+                ),
+                (
+                    Service::Python(PyServer::Streams),
+                    Shape::Echo {
+                        conns: 10,
+                        size: 1024
+                    }
+                ),
+                (
+                    Service::Python(PyServer::TwoWriteHttp),
+                    Shape::Closed {
+                        conns: 10,
+                        pipeline: 1
+                    }
+                ),
+            ]
+        );
+        // Every S14 variant is a Python service, and only S14 asks for one.
+        for v in &all {
+            assert_eq!(
+                v.scenario == "S14",
+                matches!(v.service, Service::Python(_)),
+                "{}",
+                v.id()
+            );
+        }
+        let full = select(&all, Some("S14"), true).unwrap();
+        assert_eq!(
+            full.len(),
+            all.iter().filter(|v| v.scenario == "S14").count()
+        );
+        assert!(full.len() > s14.len());
+        let one = select(&all, Some("S14:buffered-1kib"), false).unwrap();
+        assert_eq!(one[0].service, Service::Python(PyServer::Buffered));
+        let mixed = select(&all, Some("S14,S5"), false).unwrap();
+        assert_eq!(mixed.first().unwrap().id(), "S5 c50", "scenario order");
     }
 
     #[test]

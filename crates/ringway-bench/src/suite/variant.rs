@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::canned::App;
 use crate::procstat::{process_tree, read_tree_cpu_ns};
 use crate::server::{self, RunningServer, KILL_GRACE};
 use crate::suite::client::{self, ClientRun, Sizing};
@@ -124,7 +125,11 @@ pub fn bring_up(
         Service::Http(app) => {
             conformance::check_http(server.addr(), app, peer.deviations).map(|c| Some(c.size))
         }
-        Service::Echo => conformance::check_echo(server.addr()).map(|_| None),
+        Service::Python(p) if p.is_http() => {
+            conformance::check_http(server.addr(), App::Hello, peer.deviations)
+                .map(|c| Some(c.size))
+        }
+        Service::Echo | Service::Python(_) => conformance::check_echo(server.addr()).map(|_| None),
         // The TLS server is the same program as the plain one, checked in the HTTP
         // scenarios; the load's own framing checks every response here.
         Service::Tls => Ok(None),
