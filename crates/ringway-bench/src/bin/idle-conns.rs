@@ -50,24 +50,9 @@ fn read_response(s: &mut TcpStream) -> io::Result<()> {
     }
 }
 
-fn raise_fd_limit() {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: valid out pointer, then a valid rlimit; raising the soft limit to the hard
-    // one needs no privilege.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
-            lim.rlim_cur = lim.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-        }
-    }
-}
-
 fn main() {
     let args = Args::parse();
-    raise_fd_limit();
+    ringway_bench::suite::setup::raise_fd_limit();
     let req = format!("GET {} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", args.path);
     let mut conns = Vec::with_capacity(args.conns);
     // In batches: connect and send a batch, then read its responses, so that neither
