@@ -62,6 +62,7 @@ mod deadline;
 pub mod decode;
 pub mod decoder;
 mod error;
+mod field_lines;
 pub mod files;
 mod framing;
 mod handler;
