@@ -66,7 +66,22 @@ impl ResponseContext {
     }
 
     /// Appends the status line and the fields every response has (`Server`, `Date`).
+    #[inline]
     fn put_head(&self, out: &mut Vec<u8>, status: StatusCode) {
+        if status == StatusCode::OK {
+            let ok = self.ok_head.borrow();
+            if ok.0 == generation() {
+                out.extend_from_slice(&ok.1);
+                return;
+            }
+        }
+        self.put_head_slow(out, status);
+    }
+
+    /// [`put_head`](Self::put_head) for other statuses, and for `200` when the date
+    /// changed.
+    #[cold]
+    fn put_head_slow(&self, out: &mut Vec<u8>, status: StatusCode) {
         if status != StatusCode::OK {
             status_line(out, status);
             out.extend_from_slice(&self.prefix);
@@ -152,11 +167,13 @@ impl<'a> Responder<'a> {
     }
 
     /// `200 OK`.
+    #[inline]
     pub fn ok(self) -> ResponseHead<'a> {
         self.status(StatusCode::OK)
     }
 
     /// The status line for `status`.
+    #[inline]
     pub fn status(mut self, status: StatusCode) -> ResponseHead<'a> {
         let s = &mut self.slot;
         s.status = status.as_u16();
@@ -185,26 +202,17 @@ impl<'a> Responder<'a> {
 
 impl<'a> ResponseHead<'a> {
     /// Adds a field (dropped if it is one the server writes itself).
+    #[inline]
     pub fn header(self, name: &HeaderName, value: &HeaderValue) -> Self {
-        if name == http::header::CONTENT_LENGTH
-            || name == http::header::TRANSFER_ENCODING
-            || name == http::header::CONNECTION
-            || name == http::header::DATE
-            || (name == http::header::SERVER && self.slot.context.prefix.starts_with(b"server"))
-        {
-            return self;
+        let name = name.as_str().as_bytes();
+        if !is_servers_field(name, &self.slot.context.prefix) {
+            put_field(self.slot.out, name, value.as_bytes());
         }
-        let (name, value) = (name.as_str().as_bytes(), value.as_bytes());
-        let out = &mut *self.slot.out;
-        out.reserve(name.len() + value.len() + 4);
-        out.extend_from_slice(name);
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value);
-        out.extend_from_slice(b"\r\n");
         self
     }
 
     /// Ends with `body` as the whole body (`Content-Length`).
+    #[inline]
     pub fn bytes(mut self, body: &[u8]) -> Written {
         let s = &mut self.slot;
         let framing = if has_no_body(s.status) {
@@ -215,7 +223,7 @@ impl<'a> ResponseHead<'a> {
         let close = end_head(s, framing);
         let mut sent = 0;
         if framing.is_some() && !s.info.head {
-            s.out.extend_from_slice(body);
+            put_small(s.out, body);
             sent = body.len() as u64;
         }
         s.finish(close, sent, None)
@@ -254,6 +262,7 @@ impl<'a> ResponseHead<'a> {
 }
 
 impl Slot<'_> {
+    #[inline]
     fn finish(&mut self, close: bool, body_len: u64, pending: Option<PendingBody>) -> Written {
         self.done = true;
         Written {
@@ -272,17 +281,15 @@ fn has_no_body(status: u16) -> bool {
 
 /// Writes the framing fields and the blank line; returns whether the connection closes
 /// after this response.
+#[inline]
 fn end_head(s: &mut Slot<'_>, framing: Option<StreamFraming>) -> bool {
     let out = &mut *s.out;
     let mut close = s.info.close || s.context.down.get();
     match framing {
         Some(StreamFraming::Length(n)) => {
-            // One append: the name, the digits, the line end.
-            let mut line = [0u8; 40];
-            line[..16].copy_from_slice(b"content-length: ");
-            let digits = put_dec(&mut line[16..36], n);
-            line[16 + digits..18 + digits].copy_from_slice(b"\r\n");
-            out.extend_from_slice(&line[..18 + digits]);
+            out.extend_from_slice(b"content-length: ");
+            push_u64(out, n);
+            out.extend_from_slice(b"\r\n");
         }
         Some(StreamFraming::Chunked) => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
         Some(StreamFraming::Close) => close = true,
@@ -328,10 +335,83 @@ fn status_line(out: &mut Vec<u8>, status: StatusCode) {
 }
 
 /// Appends `n` in decimal.
+#[inline]
 pub(crate) fn push_u64(out: &mut Vec<u8>, n: u64) {
+    // The common case, a small body: without the general loop.
+    if n < 100 {
+        if n < 10 {
+            out.push(b'0' + n as u8);
+        } else {
+            out.extend_from_slice(&[b'0' + (n / 10) as u8, b'0' + (n % 10) as u8]);
+        }
+        return;
+    }
     let mut buf = [0u8; 20];
     let len = put_dec(&mut buf, n);
     out.extend_from_slice(&buf[..len]);
+}
+
+/// Whether `name` (lower case, as `HeaderName`s are) is a field the server writes
+/// itself: the framing fields, `Date`, and `Server` when the server names itself
+/// (`prefix` is the [`ResponseContext::prefix`]).
+#[inline]
+fn is_servers_field(name: &[u8], prefix: &[u8]) -> bool {
+    match name.len() {
+        4 => name == b"date",
+        6 => name == b"server" && prefix.starts_with(b"server"),
+        10 => name == b"connection",
+        14 => name == b"content-length",
+        17 => name == b"transfer-encoding",
+        _ => false,
+    }
+}
+
+/// Appends the field line `name: value` CR LF.
+#[inline]
+fn put_field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    out.reserve(name.len() + value.len() + 4);
+    put_small(out, name);
+    out.extend_from_slice(b": ");
+    put_small(out, value);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Appends `b`. Field names and values are mostly a few bytes long, and a call to
+/// `memcpy` (what `extend_from_slice` of a slice of unknown length becomes) costs more
+/// than copying them: up to 16 bytes are copied with two overlapping loads and stores.
+#[inline]
+fn put_small(out: &mut Vec<u8>, b: &[u8]) {
+    let n = b.len();
+    if n > 16 {
+        out.extend_from_slice(b);
+        return;
+    }
+    out.reserve(n);
+    let len = out.len();
+    let src = b.as_ptr();
+    // SAFETY: `reserve` made room for `n` more bytes after `len`; every read is within
+    // `b` (the two 8- or 4-byte halves overlap when `n` is not twice their size), every
+    // write within the reserved room, and the `n` bytes are initialised before
+    // `set_len` covers them.
+    unsafe {
+        let dst = out.as_mut_ptr().add(len);
+        if n >= 8 {
+            let head = src.cast::<u64>().read_unaligned();
+            let tail = src.add(n - 8).cast::<u64>().read_unaligned();
+            dst.cast::<u64>().write_unaligned(head);
+            dst.add(n - 8).cast::<u64>().write_unaligned(tail);
+        } else if n >= 4 {
+            let head = src.cast::<u32>().read_unaligned();
+            let tail = src.add(n - 4).cast::<u32>().read_unaligned();
+            dst.cast::<u32>().write_unaligned(head);
+            dst.add(n - 4).cast::<u32>().write_unaligned(tail);
+        } else {
+            for i in 0..n {
+                *dst.add(i) = *src.add(i);
+            }
+        }
+        out.set_len(len + n);
+    }
 }
 
 /// Writes `n` in decimal at the start of `buf` (20 bytes hold any u64), two digits per
@@ -481,6 +561,53 @@ mod tests {
             let mut out = Vec::new();
             push_u64(&mut out, n);
             assert_eq!(out, n.to_string().as_bytes());
+        }
+    }
+
+    #[test]
+    fn small_copies() {
+        let src: Vec<u8> = (0..40u8).collect();
+        for n in 0..=src.len() {
+            let mut out = b"x".to_vec();
+            put_small(&mut out, &src[..n]);
+            assert_eq!(&out[1..], &src[..n], "{n} bytes");
+            assert_eq!(out.len(), n + 1);
+        }
+    }
+
+    #[test]
+    fn the_servers_fields_are_dropped() {
+        for server in [None, Some("ringway")] {
+            let context = ResponseContext::new(server);
+            let mut out = Vec::new();
+            let v = HeaderValue::from_static("v");
+            let mut head =
+                Responder::new(&mut out, info(false, Version::HTTP_11, false), &context).ok();
+            for name in [
+                "date",
+                "server",
+                "connection",
+                "content-length",
+                "transfer-encoding",
+                "x-kept",
+                "etag",
+            ] {
+                head = head.header(&HeaderName::from_static(name), &v);
+            }
+            head.empty();
+            let text = String::from_utf8(out).unwrap();
+            assert_eq!(text.matches("date: ").count(), 1, "{text}");
+            // The handler's `Server` only when the server does not name itself.
+            assert_eq!(text.matches("server: ").count(), 1, "{text}");
+            assert_eq!(text.contains("server: v"), server.is_none(), "{text}");
+            assert!(
+                text.contains("x-kept: v\r\netag: v\r\ncontent-length: 0\r\n\r\n"),
+                "{text}"
+            );
+            assert!(
+                !text.contains("connection") && !text.contains("transfer-encoding"),
+                "{text}"
+            );
         }
     }
 
