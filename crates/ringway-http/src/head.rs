@@ -175,7 +175,7 @@ impl RawHead {
             Method::from_bytes(&head[self.method_start as usize..][..self.method_len as usize])
                 .map_err(|_| HttpError::bad("bad method"))?;
         *req.version_mut() = self.version;
-        let shared = Bytes::copy_from_slice(&head[..self.len]);
+        let shared = share_head(&head[..self.len]);
         let t = self.target_start as usize;
         *req.uri_mut() = Uri::from_maybe_shared(shared.slice(t..t + self.target_len as usize))
             .map_err(|_| HttpError::bad("bad target"))?;
@@ -194,6 +194,43 @@ impl RawHead {
             map.append(name, value);
         }
         Ok(())
+    }
+}
+
+/// A copy of a head that the target and the field values of an `http` request share.
+/// Small heads are copied into the one allocation `Bytes::from_owner` makes (a `Vec`
+/// would be one allocation, and the first shared slice of it another, both freed
+/// again when the request is dropped).
+fn share_head(head: &[u8]) -> Bytes {
+    if head.len() <= 128 {
+        Bytes::from_owner(InlineHead::<128>::new(head))
+    } else if head.len() <= 1024 {
+        Bytes::from_owner(InlineHead::<1024>::new(head))
+    } else {
+        Bytes::copy_from_slice(head)
+    }
+}
+
+/// Up to `N` bytes, inline.
+struct InlineHead<const N: usize> {
+    len: usize,
+    bytes: [u8; N],
+}
+
+impl<const N: usize> InlineHead<N> {
+    fn new(head: &[u8]) -> Self {
+        let mut bytes = [0; N];
+        bytes[..head.len()].copy_from_slice(head);
+        InlineHead {
+            len: head.len(),
+            bytes,
+        }
+    }
+}
+
+impl<const N: usize> AsRef<[u8]> for InlineHead<N> {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
 }
 
@@ -228,14 +265,19 @@ impl<'a> Iterator for RawFields<'a> {
             return None;
         }
         self.left -= 1;
-        // The head was checked: every line is `name:value` ending in LF (CR LF or a
-        // bare LF), with no obs-fold, so splitting needs no further care.
-        let nl = self.rest.iter().position(|&b| b == b'\n')?;
-        let line = &self.rest[..nl];
-        self.rest = &self.rest[nl + 1..];
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let colon = line.iter().position(|&b| b == b':')?;
-        Some((&line[..colon], trim_ows(&line[colon + 1..])))
+        // The head was checked: parsing its lines again finds the same fields (with
+        // their values trimmed as the scan saw them).
+        let mut at = 0;
+        match field_line(self.rest, &mut at) {
+            Ok(Some(Line::Field(name, value))) => {
+                self.rest = &self.rest[at..];
+                Some((name, value))
+            }
+            _ => {
+                self.left = 0;
+                None
+            }
+        }
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -657,6 +699,26 @@ mod tests {
             (h.len, h.fields(b).count(), h.keep_alive),
             (b.len(), 0, false)
         );
+    }
+
+    /// The `http` request shares one copy of the head, whatever its size (inline in
+    /// the shared allocation up to 1 KiB, a vector beyond).
+    #[test]
+    fn http_requests_of_every_head_size() {
+        for pad in [0, 100, 900, 3000] {
+            let filler = "v".repeat(pad);
+            let b = format!("GET /p?q HTTP/1.1\r\nHost: h\r\nX-Pad:  {filler} \r\nX-B: 2\r\n\r\n");
+            let Ok(Scanned::Complete(h)) = scan(b.as_bytes()) else {
+                panic!("scans")
+            };
+            let mut req = http::Request::new(());
+            h.fill_http(b.as_bytes(), &mut req).unwrap();
+            assert_eq!(req.uri(), "/p?q");
+            assert_eq!(req.headers()["host"], "h");
+            assert_eq!(req.headers()["x-pad"].as_bytes(), filler.as_bytes());
+            assert_eq!(req.headers()["x-b"], "2");
+            assert_eq!(req.headers().len(), 3);
+        }
     }
 
     /// Every byte the scanner lets into an origin-form target, and only those, makes a
