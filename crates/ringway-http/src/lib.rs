@@ -65,6 +65,7 @@ mod error;
 mod field_lines;
 pub mod files;
 mod framing;
+mod future_box;
 mod handler;
 pub mod head;
 mod header_maps;
