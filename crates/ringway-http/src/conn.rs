@@ -171,7 +171,9 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                     Ok((_, Event::Data(..) | Event::BodyEnd)) => return false,
                 }
             }
-            if !self.flush().await {
+            // One reading of the clock for the send's deadline and the wait's.
+            let now = coarse_now();
+            if !self.flush_at(now).await {
                 return false;
             }
             if close {
@@ -182,7 +184,6 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                 return true;
             }
             self.input.settle();
-            let now = coarse_now();
             let deadline = if idle {
                 now + idle_ns
             } else {
@@ -393,34 +394,44 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
     /// within the send timeout, for the one in flight to end); the buffer goes back to
     /// the pool once sent. False if the connection must be dropped.
     async fn flush(&mut self) -> bool {
+        self.flush_at(coarse_now()).await
+    }
+
+    /// [`flush`](Self::flush) with the coarse clock read just before (`now`).
+    async fn flush_at(&mut self, now: u64) -> bool {
         let Some(buf) = self.out.take() else {
             return true;
         };
         if buf.is_empty() {
             return true;
         }
-        let mut now = Some(coarse_now());
         let send_ns = nanos(self.shared.cfg.send_timeout);
         // The one in flight has had its time already.
-        let deadline = self
-            .send_deadline
-            .unwrap_or_else(|| now.unwrap_or(0) + send_ns);
-        // One poll function for the send and its deadline (as in `wait_input`).
+        let deadline = self.send_deadline.unwrap_or(now + send_ns);
+        // One poll function for the send and its deadline (as in `wait_input`). The
+        // send started at `now` if it started at the first poll (no send in flight),
+        // else the clock is read again when it does.
+        let mut started = now;
         let sent = {
             let mut send = pin!(self.t.send(buf));
             let timer = &mut self.timer;
+            let mut first = true;
             poll_fn(|cx| {
                 if let Poll::Ready(r) = send.as_mut().poll(cx) {
+                    if !first {
+                        started = coarse_now();
+                    }
                     return Poll::Ready(Ok(r));
                 }
-                let now = now.take().unwrap_or_else(coarse_now);
-                timer.poll_timer(cx, now, deadline).map(Err)
+                let at = if first { now } else { coarse_now() };
+                first = false;
+                timer.poll_timer(cx, at, deadline).map(Err)
             })
             .await
         };
         match sent {
             Ok(Ok(())) => {
-                self.send_deadline = Some(coarse_now() + send_ns);
+                self.send_deadline = Some(started + send_ns);
                 true
             }
             Ok(Err(e)) => {

@@ -389,7 +389,13 @@ pub fn scan_head(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
         }
         // Only five names matter here; the length picks the one to compare with.
         match name.len() {
-            4 if name.eq_ignore_ascii_case(b"host") => hosts += 1,
+            // A 4-byte token is `host` in any case when its bytes with the 0x20 bit
+            // set are (only the letters H, O, S, T map to h, o, s, t so).
+            4 if u32::from_le_bytes([name[0], name[1], name[2], name[3]]) | 0x2020_2020
+                == u32::from_le_bytes(*b"host") =>
+            {
+                hosts += 1
+            }
             14 if name.eq_ignore_ascii_case(b"content-length") => {
                 lengths += 1;
                 length = value;
@@ -699,6 +705,33 @@ mod tests {
             (h.len, h.fields(b).count(), h.keep_alive),
             (b.len(), 0, false)
         );
+    }
+
+    /// The word compare that finds `Host` agrees with a case-insensitive compare for
+    /// every token byte.
+    #[test]
+    fn host_by_word_is_host_in_any_case() {
+        for b in (0..=255u8).filter(|&b| crate::token::is_tchar(b)) {
+            for c in *b"host" {
+                assert_eq!(b | 0x20 == c, b.to_ascii_lowercase() == c, "{b:#x} {c}");
+            }
+        }
+        for name in ["Host", "HOST", "host", "hOsT"] {
+            let b = format!("GET / HTTP/1.1\r\n{name}: a\r\n\r\n");
+            assert!(
+                matches!(scan(b.as_bytes()), Ok(Scanned::Complete(_))),
+                "{name}"
+            );
+        }
+        for name in ["Hosu", "Ho_t", "H0st"] {
+            let b = format!("GET / HTTP/1.1\r\nHost: a\r\n{name}: b\r\n\r\n");
+            assert!(
+                matches!(scan(b.as_bytes()), Ok(Scanned::Complete(_))),
+                "{name}"
+            );
+        }
+        let b = b"GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n";
+        assert!(scan(b).is_err(), "two Host fields");
     }
 
     /// The `http` request shares one copy of the head, whatever its size (inline in

@@ -2,7 +2,7 @@
 //! finish what is in flight and close idle connections; and the per-core state the
 //! connections watch (and count themselves in, so the core knows when it has drained).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::future::poll_fn;
 use std::rc::Rc;
@@ -73,6 +73,7 @@ impl CoreState {
         Watch {
             state: self.clone(),
             key,
+            registered: Cell::new(false),
         }
     }
 
@@ -99,6 +100,10 @@ impl CoreState {
 pub(crate) struct Watch {
     state: Rc<CoreState>,
     key: usize,
+    /// Whether a waker is registered. A watch is polled only by the task of the
+    /// connection (or accept loop) that owns it, and any waker of that task wakes it:
+    /// registering once is enough, and later polls need not look at the shared slots.
+    registered: Cell<bool>,
 }
 
 impl Watch {
@@ -112,6 +117,12 @@ impl Watch {
         if self.state.context.down.get() {
             return Poll::Ready(());
         }
+        if self.registered.get() {
+            // Only `trigger` takes the waker from the slot, after setting the flag
+            // looked at above.
+            return Poll::Pending;
+        }
+        self.registered.set(true);
         let mut w = self.state.watchers.borrow_mut();
         if let Some(slot) = w.get_mut(self.key) {
             match slot {
