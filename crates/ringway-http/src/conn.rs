@@ -17,7 +17,7 @@ use std::net::SocketAddr;
 use std::pin::pin;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use ringway::io::Pipe;
@@ -675,15 +675,8 @@ async fn wait_input<T: Transport>(
     deadline: u64,
 ) -> Wait {
     let mut now = Some(now);
-    let mut recv = pin!(t.recv(input));
-    poll_fn(|cx| {
-        if let Poll::Ready(r) = recv.as_mut().poll(cx) {
-            return Poll::Ready(match r {
-                Ok(0) => Wait::Eof,
-                Ok(_) => Wait::Data,
-                Err(e) => Wait::Failed(e),
-            });
-        }
+    // The rest of one poll once the receive is pending: shutdown, then the deadline.
+    let mut rest = move |cx: &mut Context<'_>| {
         if watch.is_some_and(|w| w.poll_down(cx).is_ready()) {
             return Poll::Ready(Wait::Down);
         }
@@ -698,6 +691,23 @@ async fn wait_input<T: Transport>(
             Poll::Ready(Elapsed) if now < deadline => Poll::Ready(Wait::SendDue),
             Poll::Ready(Elapsed) => Poll::Ready(Wait::Timeout),
         }
+    };
+    let received = |r: io::Result<usize>| match r {
+        Ok(0) => Wait::Eof,
+        Ok(_) => Wait::Data,
+        Err(e) => Wait::Failed(e),
+    };
+    if T::POLL_RECV {
+        return poll_fn(|cx| match t.poll_recv(cx, input) {
+            Poll::Ready(r) => Poll::Ready(received(r)),
+            Poll::Pending => rest(cx),
+        })
+        .await;
+    }
+    let mut recv = pin!(t.recv(input));
+    poll_fn(|cx| match recv.as_mut().poll(cx) {
+        Poll::Ready(r) => Poll::Ready(received(r)),
+        Poll::Pending => rest(cx),
     })
     .await
 }

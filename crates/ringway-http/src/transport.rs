@@ -19,8 +19,17 @@ use crate::input::Input;
 
 /// A byte stream the connection state machine drives.
 pub(crate) trait Transport {
+    /// Whether [`poll_recv`](Self::poll_recv) receives (plain TCP): the connection then
+    /// waits for input without a future per wait. Transports whose receive must await
+    /// other work (TLS sends handshake records) leave it false.
+    const POLL_RECV: bool = false;
     /// Waits for input and adds it to `input`; returns how many bytes came, 0 at the end.
     fn recv(&mut self, input: &mut Input) -> impl std::future::Future<Output = io::Result<usize>>;
+    /// The poll form of [`recv`](Self::recv), where [`POLL_RECV`](Self::POLL_RECV) says
+    /// there is one (never called otherwise).
+    fn poll_recv(&mut self, _cx: &mut Context<'_>, _input: &mut Input) -> Poll<io::Result<usize>> {
+        Poll::Ready(Err(io::Error::other("no poll form of receive")))
+    }
     /// Starts sending all of `buf` in the background (one send where the peer takes it
     /// all): ready once the send has started, after the one in flight, if any, ended.
     /// The buffer goes back to its pool when the kernel is done with it.
@@ -54,8 +63,15 @@ impl Tcp {
 }
 
 impl Transport for Tcp {
+    const POLL_RECV: bool = true;
+
     async fn recv(&mut self, input: &mut Input) -> io::Result<usize> {
-        match std::future::poll_fn(|cx| self.rx.poll_next(cx)).await {
+        std::future::poll_fn(|cx| self.poll_recv(cx, input)).await
+    }
+
+    #[inline]
+    fn poll_recv(&mut self, cx: &mut Context<'_>, input: &mut Input) -> Poll<io::Result<usize>> {
+        self.rx.poll_next(cx).map(|next| match next {
             Some(Ok(buf)) => {
                 let n = buf.len();
                 input.push_pool(buf);
@@ -63,7 +79,7 @@ impl Transport for Tcp {
             }
             Some(Err(e)) => Err(e),
             None => Ok(0),
-        }
+        })
     }
 
     async fn send(&mut self, buf: PooledBuf) -> io::Result<()> {
