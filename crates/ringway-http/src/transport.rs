@@ -82,8 +82,9 @@ impl Transport for Tcp {
         })
     }
 
-    async fn send(&mut self, buf: PooledBuf) -> io::Result<()> {
-        self.stream.send_all(buf).await
+    // The runtime's send future itself, not an async wrapper around it.
+    fn send(&mut self, buf: PooledBuf) -> impl Future<Output = io::Result<()>> {
+        self.stream.send_all(buf)
     }
 
     fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
