@@ -158,7 +158,44 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                     Ok((_, Event::NeedMore)) => break,
                     Ok((_, Event::Head(raw))) => {
                         head_since = None;
-                        match self.exchange(&raw).await {
+                        let (info, whole) = self.prepare(&raw);
+                        let step = match whole {
+                            // The common case, right here (no nested future): the
+                            // handler on a view of the head and body where they lie in
+                            // the input (consumed after logging).
+                            Some(n) => {
+                                let bytes = self.input.bytes();
+                                if n > 0
+                                    && !whole_body(
+                                        &mut self.decoder,
+                                        &bytes[raw.len..],
+                                        n,
+                                        &self.shared,
+                                    )
+                                {
+                                    return false;
+                                }
+                                let body = ViewBody::Whole(&bytes[raw.len..raw.len + n]);
+                                let view = RequestView::new(bytes, &raw, body);
+                                let out = self.out.get_or_insert_with(PooledBuf::take);
+                                let res = Responder::new(out, info, self.watch.response_context());
+                                let mut written = self.handler.call(view, res).await;
+                                let sent = match written.pending.take() {
+                                    None => written.body_len,
+                                    // Rare and large (splice, streamed chunks): boxed, so
+                                    // that the state every connection carries while idle
+                                    // stays small.
+                                    Some(p) => match Box::pin(self.send_stream(p)).await {
+                                        Some(sent) => sent,
+                                        None => return false,
+                                    },
+                                };
+                                self.finish(&raw, &written, sent, None, raw.len + n)
+                            }
+                            // Rare and large: boxed, as above.
+                            None => Box::pin(self.exchange_streamed(&raw, info)).await,
+                        };
+                        match step {
                             Step::Next => {}
                             Step::Close => {
                                 close = true;
@@ -237,9 +274,10 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         }
     }
 
-    /// Answers the request whose head is at the start of the input: reads its body,
-    /// runs the handler, appends the response.
-    async fn exchange(&mut self, raw: &RawHead) -> Step {
+    /// Counts the request whose head is at the start of the input and decides what
+    /// shapes its response; the length of its body if the body is already whole in
+    /// the input (`Some(0)` without one).
+    fn prepare(&mut self, raw: &RawHead) -> (ReqInfo, Option<usize>) {
         self.served += 1;
         let keep_alive = raw.keep_alive
             && self.served < self.shared.cfg.max_requests_per_connection
@@ -249,47 +287,47 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             version: raw.version,
             close: !keep_alive,
         };
-        let after_head = self.input.bytes().len() - raw.len;
         let whole = match raw.body {
             BodyKind::None => Some(0),
-            BodyKind::Length(n) if after_head as u64 >= n => Some(n as usize),
+            BodyKind::Length(n) if (self.input.bytes().len() - raw.len) as u64 >= n => {
+                Some(n as usize)
+            }
             _ => None,
         };
-        let (mut written, headbuf) = match whole {
-            // The handler on a view of the head and body where they lie in the input
-            // (consumed after logging).
-            Some(n) => {
-                let bytes = self.input.bytes();
-                if n > 0 && !whole_body(&mut self.decoder, &bytes[raw.len..], n, &self.shared) {
-                    return Step::Abort;
-                }
-                let view =
-                    RequestView::new(bytes, raw, ViewBody::Whole(&bytes[raw.len..raw.len + n]));
-                let out = self.out.get_or_insert_with(PooledBuf::take);
-                let res = Responder::new(out, info, self.watch.response_context());
-                (self.handler.call(view, res).await, None)
-            }
-            // Rare and large: boxed, so that the state every connection carries while
-            // idle stays small.
-            None => match Box::pin(self.answer_streamed(raw, info)).await {
-                Ok((w, head)) => (w, Some(head)),
-                Err(step) => return step,
-            },
+        (info, whole)
+    }
+
+    /// Answers a request whose body must be read as it arrives (see `serve` for the
+    /// others): runs the handler with the body streamed to it, appends the response.
+    async fn exchange_streamed(&mut self, raw: &RawHead, info: ReqInfo) -> Step {
+        let (mut written, head) = match self.answer_streamed(raw, info).await {
+            Ok(answered) => answered,
+            Err(step) => return step,
         };
-        self.shared.stats.request();
         let mut sent = written.body_len;
         if let Some(p) = written.pending.take() {
-            // Rare and large (splice, streamed chunks): boxed, as above.
             match Box::pin(self.send_stream(p)).await {
                 Some(n) => sent = n,
                 None => return Step::Abort,
             }
         }
+        self.finish(raw, &written, sent, Some(&head), 0)
+    }
+
+    /// After a response was written (its body, `sent` bytes, too): counts and logs the
+    /// exchange and consumes the request's `consume` bytes of input. `head` is where the
+    /// head is if it is no longer at the start of the input.
+    fn finish(
+        &mut self,
+        raw: &RawHead,
+        written: &Written,
+        sent: u64,
+        head: Option<&[u8]>,
+        consume: usize,
+    ) -> Step {
+        self.shared.stats.request();
         if let Some(log) = &self.log {
-            let head = match &headbuf {
-                Some(b) => &b[..],
-                None => self.input.bytes(),
-            };
+            let head = head.unwrap_or_else(|| self.input.bytes());
             // SAFETY: `head` starts with the bytes `raw` was scanned from.
             let req = unsafe {
                 (
@@ -300,8 +338,8 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             };
             log.line(&self.log_host, Some(req), written.status, sent);
         }
-        if headbuf.is_none() {
-            self.input.consume(raw.len + whole.unwrap_or(0));
+        if consume > 0 {
+            self.input.consume(consume);
         }
         if written.close {
             Step::Close
