@@ -1,5 +1,4 @@
-//! The request head: its syntax (the request line and the field lines, parsed by hand
-//! and differential-tested against httparse), then our own checks of the target, the
+//! The request head: httparse for the syntax, then our own checks of the target, the
 //! version, `Host`, and the fields that decide framing and the connection's fate.
 //!
 //! [`scan_head`] does every check and records what it found as offsets into the bytes
@@ -17,7 +16,6 @@ use http::{Method, Uri, Version};
 
 use crate::config::{Config, MAX_HEADERS_CAP};
 use crate::error::{ErrorClass, HttpError};
-use crate::field_lines::{field_line, Line};
 use crate::framing::{body_kind, BodyKind};
 use crate::request_line::{parse_request_line, TARGET_CLASS};
 use crate::token::trim_ows;
@@ -265,19 +263,14 @@ impl<'a> Iterator for RawFields<'a> {
             return None;
         }
         self.left -= 1;
-        // The head was checked: parsing its lines again finds the same fields (with
-        // their values trimmed as the scan saw them).
-        let mut at = 0;
-        match field_line(self.rest, &mut at) {
-            Ok(Some(Line::Field(name, value))) => {
-                self.rest = &self.rest[at..];
-                Some((name, value))
-            }
-            _ => {
-                self.left = 0;
-                None
-            }
-        }
+        // The head was checked: every line is `name:value` ending in LF (CR LF or a
+        // bare LF), with no obs-fold, so splitting needs no further care.
+        let nl = self.rest.iter().position(|&b| b == b'\n')?;
+        let line = &self.rest[..nl];
+        self.rest = &self.rest[nl + 1..];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let colon = line.iter().position(|&b| b == b':')?;
+        Some((&line[..colon], trim_ows(&line[colon + 1..])))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -327,6 +320,10 @@ pub fn parse_head(buf: &[u8], cfg: &Config) -> Result<Parsed, HttpError> {
     }
 }
 
+/// Field slots tried first: enough for most heads, cheap to initialise. A head with
+/// more fields is parsed again with room for [`Config::max_headers`].
+const FEW_FIELDS: usize = 16;
+
 /// Scans and checks a request head at the start of `buf`, allocating nothing (unless
 /// the head has `Transfer-Encoding`, or a target in absolute or authority form).
 pub fn scan_head(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
@@ -346,19 +343,46 @@ pub fn scan_head(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
         ));
     }
     let max = cfg.max_headers.min(MAX_HEADERS_CAP);
+    let rest = &buf[line.len..];
+    let mut few = [httparse::EMPTY_HEADER; FEW_FIELDS];
+    let mut many;
+    let parsed = match httparse::parse_headers(rest, &mut few[..max.min(FEW_FIELDS)]) {
+        Err(httparse::Error::TooManyHeaders) if max > FEW_FIELDS => {
+            many = [httparse::EMPTY_HEADER; MAX_HEADERS_CAP];
+            httparse::parse_headers(rest, &mut many[..max])
+        }
+        other => other,
+    };
+    let (fields_len, fields) = match parsed {
+        Ok(httparse::Status::Complete(r)) => r,
+        Ok(httparse::Status::Partial) => return partial(buf, cfg),
+        Err(e) => return Err(head_error(buf, cfg, e)),
+    };
+    let len = line.len + fields_len;
+    if len > cfg.max_head_size {
+        return Err(HttpError::new(ErrorClass::HeaderTooLarge, "head too large"));
+    }
+    // httparse refuses NUL and a CR without LF anywhere in the field lines (names are
+    // tokens, values exclude controls, line ends are CR LF or LF), and so does the
+    // request line's parser: checked again only in debug builds, and by the fuzz
+    // target.
+    debug_assert!(no_nul_or_bare_cr(&buf[..len]), "a control got through");
+    let method = &buf[line.method_start..line.method_start + line.method_len];
     let version = if line.minor == 1 {
         Version::HTTP_11
     } else {
         Version::HTTP_10
     };
-    // One pass over the field lines: each is parsed and looked at once. The first
-    // field that breaks a rule is remembered, not refused at once, so that the order
-    // of the outcomes stays the one of parsing all the lines first: a head still
-    // arriving waits, a malformed line is 400, then the length and target checks, then
-    // the fields' own rules in the order they came.
-    let mut at = line.len;
-    let mut fields = 0usize;
-    let mut field_error = None;
+    let target = &buf[line.target_start..line.target_start + line.target_len];
+    if target.len() > MAX_TARGET {
+        return Err(HttpError::new(ErrorClass::UriTooLong, "target too long"));
+    }
+    let path_len = match line.origin_path {
+        Some(n) => Some(n),
+        None if target[0] == b'/' => return Err(HttpError::bad("invalid target")),
+        None => check_other_target(method, target)?,
+    };
+
     let mut hosts = 0u32;
     let mut lengths = 0u32;
     let mut length: &[u8] = &[];
@@ -366,26 +390,13 @@ pub fn scan_head(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
     let mut close = false;
     let mut keep_alive_token = false;
     let mut expect_continue = false;
-    loop {
-        let (name, value) = match field_line(buf, &mut at) {
-            Ok(Some(Line::Field(name, value))) => (name, value),
-            Ok(Some(Line::End)) => break,
-            Ok(None) => return partial(buf, cfg),
-            Err(e) => return Err(head_error(buf, cfg, e)),
-        };
-        if fields == max {
-            return Err(head_error(buf, cfg, httparse::Error::TooManyHeaders));
-        }
-        fields += 1;
-        if field_error.is_some() {
-            continue;
-        }
-        if name.len() + value.len() > cfg.max_field_size || name.len() >= MAX_NAME {
-            field_error = Some(HttpError::new(
+    for f in fields.iter() {
+        let name = f.name.as_bytes();
+        if name.len() + f.value.len() > cfg.max_field_size || name.len() >= MAX_NAME {
+            return Err(HttpError::new(
                 ErrorClass::HeaderTooLarge,
                 "field too large",
             ));
-            continue;
         }
         // Only five names matter here; the length picks the one to compare with.
         match name.len() {
@@ -398,17 +409,17 @@ pub fn scan_head(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
             }
             14 if name.eq_ignore_ascii_case(b"content-length") => {
                 lengths += 1;
-                length = value;
+                length = f.value;
             }
             17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
                 let c = codings.get_or_insert_with(Vec::new);
                 if !c.is_empty() {
                     c.push(b',');
                 }
-                c.extend_from_slice(value);
+                c.extend_from_slice(f.value);
             }
             10 if name.eq_ignore_ascii_case(b"connection") => {
-                for token in value.split(|&b| b == b',') {
+                for token in f.value.split(|&b| b == b',') {
                     let t = trim_ows(token);
                     if t.eq_ignore_ascii_case(b"close") {
                         close = true;
@@ -418,10 +429,10 @@ pub fn scan_head(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
                 }
             }
             6 if name.eq_ignore_ascii_case(b"expect") => {
-                if trim_ows(value).eq_ignore_ascii_case(b"100-continue") {
+                if trim_ows(f.value).eq_ignore_ascii_case(b"100-continue") {
                     expect_continue = version == Version::HTTP_11;
                 } else {
-                    field_error = Some(HttpError::new(
+                    return Err(HttpError::new(
                         ErrorClass::ExpectationFailed,
                         "unsupported expectation",
                     ));
@@ -429,27 +440,6 @@ pub fn scan_head(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
             }
             _ => {}
         }
-    }
-    let len = at;
-    if len > cfg.max_head_size {
-        return Err(HttpError::new(ErrorClass::HeaderTooLarge, "head too large"));
-    }
-    // The request line's parser and the field lines' refuse NUL and a CR without LF
-    // anywhere in the head (names are tokens, values exclude controls, line ends are
-    // CR LF or LF): checked again only in debug builds, and by the fuzz target.
-    debug_assert!(no_nul_or_bare_cr(&buf[..len]), "a control got through");
-    let method = &buf[line.method_start..line.method_start + line.method_len];
-    let target = &buf[line.target_start..line.target_start + line.target_len];
-    if target.len() > MAX_TARGET {
-        return Err(HttpError::new(ErrorClass::UriTooLong, "target too long"));
-    }
-    let path_len = match line.origin_path {
-        Some(n) => Some(n),
-        None if target[0] == b'/' => return Err(HttpError::bad("invalid target")),
-        None => check_other_target(method, target)?,
-    };
-    if let Some(e) = field_error {
-        return Err(e);
     }
     if version == Version::HTTP_11 && hosts != 1 {
         return Err(HttpError::bad("HTTP/1.1 needs exactly one Host"));
@@ -476,7 +466,7 @@ pub fn scan_head(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
         target_len: line.target_len as u32,
         path_len: path_len.map_or(u32::MAX, |n| n as u32),
         fields_start: line.len as u32,
-        fields: fields as u16,
+        fields: fields.len() as u16,
         version,
         body,
         keep_alive,

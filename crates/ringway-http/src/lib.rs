@@ -62,7 +62,6 @@ mod deadline;
 pub mod decode;
 pub mod decoder;
 mod error;
-mod field_lines;
 pub mod files;
 mod framing;
 mod future_box;
