@@ -14,7 +14,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use clap::Args;
 use http::{header, HeaderValue, Request, Response, StatusCode};
-use ringway_http::{Body, Config, RequestView, Responder, Server, Written};
+use ringway_http::{Body, Config, PreparedResponse, RequestView, Responder, Server, Written};
 
 use crate::runtime_args::RuntimeArgs;
 
@@ -123,7 +123,7 @@ pub(crate) fn run(args: ServeArgs) -> io::Result<()> {
             Mode::Hello
         };
         match mode {
-            Mode::Hello if !args.http_types => server.start_view(&rt, args.bind, || hello)?,
+            Mode::Hello if !args.http_types => server.start_view(&rt, args.bind, hello)?,
             Mode::Json if !args.http_types => server.start_view(&rt, args.bind, || json)?,
             _ => server.start(&rt, args.bind, move || {
                 move |req: Request<Body>| async move { answer(mode, req).await }
@@ -155,14 +155,18 @@ pub(crate) fn run(args: ServeArgs) -> io::Result<()> {
 static TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain");
 static APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
 
-/// `--hello` with the request-view API.
-fn hello(req: RequestView<'_>, res: Responder<'_>) -> Written {
-    match req.path() {
-        "/" | "/plaintext" => res
-            .ok()
-            .header(&header::CONTENT_TYPE, &TEXT_PLAIN)
-            .bytes(b"Hello, World!"),
-        _ => res.status(StatusCode::NOT_FOUND).bytes(b"Not Found\n"),
+/// `--hello` with the request-view API: a handler per core, its answers rendered once
+/// (`PreparedResponse`) and written per request with the cached `Date`.
+fn hello() -> impl Fn(RequestView<'_>, Responder<'_>) -> Written {
+    let hello = PreparedResponse::new(
+        StatusCode::OK,
+        &[(header::CONTENT_TYPE, TEXT_PLAIN.clone())],
+        b"Hello, World!",
+    );
+    let not_found = PreparedResponse::new(StatusCode::NOT_FOUND, &[], b"Not Found\n");
+    move |req: RequestView<'_>, res: Responder<'_>| match req.path() {
+        "/" | "/plaintext" => res.prepared(&hello),
+        _ => res.prepared(&not_found),
     }
 }
 

@@ -12,6 +12,7 @@ use http::{Response, StatusCode, Version};
 
 use crate::body::{Body, BodyStream, Contents};
 use crate::date::{generation, with_date};
+use crate::prepared::PreparedResponse;
 
 /// How a streamed body is framed on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,6 +182,27 @@ impl<'a> Responder<'a> {
         ResponseHead { slot: self.slot }
     }
 
+    /// Writes a response rendered ahead of time (see [`PreparedResponse`]): the status
+    /// line and `Date` from the core's cache, the rendered fields in one copy, the
+    /// connection's framing, the body.
+    #[inline]
+    pub fn prepared(self, p: &PreparedResponse) -> Written {
+        let mut head = self.status(p.status);
+        let s = &mut head.slot;
+        let fields = match &p.fields_unnamed {
+            Some(unnamed) if s.context.prefix.starts_with(b"server") => unnamed,
+            _ => &p.fields,
+        };
+        s.out.extend_from_slice(fields);
+        let close = end_head(s, None);
+        let mut sent = 0;
+        if !s.info.head && !p.body.is_empty() {
+            put_small(s.out, &p.body);
+            sent = p.body.len() as u64;
+        }
+        s.finish(close, sent, None)
+    }
+
     /// Whether the connection closes after this response (the client asked for it,
     /// the server is shutting down, or the connection served its limit of requests).
     pub fn closes(&self) -> bool {
@@ -275,7 +297,7 @@ impl Slot<'_> {
 }
 
 /// 1xx, 204 and 304 carry no body and no framing fields.
-fn has_no_body(status: u16) -> bool {
+pub(crate) fn has_no_body(status: u16) -> bool {
     status == 204 || status == 304 || (100..200).contains(&status)
 }
 
@@ -355,7 +377,7 @@ pub(crate) fn push_u64(out: &mut Vec<u8>, n: u64) {
 /// itself: the framing fields, `Date`, and `Server` when the server names itself
 /// (`prefix` is the [`ResponseContext::prefix`]).
 #[inline]
-fn is_servers_field(name: &[u8], prefix: &[u8]) -> bool {
+pub(crate) fn is_servers_field(name: &[u8], prefix: &[u8]) -> bool {
     match name.len() {
         4 => name == b"date",
         6 => name == b"server" && prefix.starts_with(b"server"),
@@ -608,6 +630,63 @@ mod tests {
                 !text.contains("connection") && !text.contains("transfer-encoding"),
                 "{text}"
             );
+        }
+    }
+
+    /// A prepared response writes the very bytes the field-by-field builder writes,
+    /// for every kind of request, status and server name.
+    #[test]
+    fn prepared_responses_match_the_builder() {
+        let fields = [
+            (
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain"),
+            ),
+            (http::header::SERVER, HeaderValue::from_static("mine")),
+            (http::header::CONTENT_LENGTH, HeaderValue::from_static("99")),
+            (
+                HeaderName::from_static("x-long-field-name"),
+                HeaderValue::from_static("a value longer than sixteen bytes"),
+            ),
+        ];
+        let bodies: [&[u8]; 3] = [b"", b"Hello, World!", &[b'x'; 100]];
+        for server in [None, Some("ringway")] {
+            let context = ResponseContext::new(server);
+            for status in [
+                StatusCode::OK,
+                StatusCode::NOT_FOUND,
+                StatusCode::NO_CONTENT,
+            ] {
+                for body in bodies {
+                    let prepared = PreparedResponse::new(status, &fields, body);
+                    for (head, version, close) in [
+                        (false, Version::HTTP_11, false),
+                        (true, Version::HTTP_11, false),
+                        (false, Version::HTTP_10, false),
+                        (false, Version::HTTP_11, true),
+                    ] {
+                        let i = info(head, version, close);
+                        let mut built = Vec::new();
+                        let mut h = Responder::new(&mut built, i, &context).status(status);
+                        for (n, v) in &fields {
+                            h = h.header(n, v);
+                        }
+                        let w1 = h.bytes(body);
+                        let mut fast = Vec::new();
+                        let w2 = Responder::new(&mut fast, i, &context).prepared(&prepared);
+                        assert_eq!(
+                            String::from_utf8_lossy(&fast),
+                            String::from_utf8_lossy(&built),
+                            "{server:?} {status} {} bytes {head} {version:?} {close}",
+                            body.len()
+                        );
+                        assert_eq!(
+                            (w1.status, w1.body_len, w1.close),
+                            (w2.status, w2.body_len, w2.close)
+                        );
+                    }
+                }
+            }
         }
     }
 
