@@ -125,8 +125,13 @@ pub(crate) fn run(args: ServeArgs) -> io::Result<()> {
         match mode {
             Mode::Hello if !args.http_types => server.start_view(&rt, args.bind, hello)?,
             Mode::Json if !args.http_types => server.start_view(&rt, args.bind, || json)?,
+            // Each mode its own handler, as a user would write it (one future type
+            // for all would be as large as the largest mode's state).
+            Mode::Hello => server.start(&rt, args.bind, || {
+                |req: Request<Body>| async move { hello_http(&req) }
+            })?,
             _ => server.start(&rt, args.bind, move || {
-                move |req: Request<Body>| async move { answer(mode, req).await }
+                move |req: Request<Body>| answer(mode, req)
             })?,
         }
     };
@@ -178,18 +183,23 @@ fn json(_req: RequestView<'_>, res: Responder<'_>) -> Written {
         .bytes(&serde_json::to_vec(&v).unwrap_or_default())
 }
 
-/// Every mode with the `http`-types API.
+/// `--hello` with the `http`-types API.
+fn hello_http(req: &Request<Body>) -> Response<Body> {
+    match req.uri().path() {
+        "/" | "/plaintext" => {
+            let mut r = Response::new(Body::from("Hello, World!"));
+            r.headers_mut()
+                .insert(header::CONTENT_TYPE, TEXT_PLAIN.clone());
+            r
+        }
+        _ => not_found(),
+    }
+}
+
+/// The other modes with the `http`-types API.
 async fn answer(mode: Mode, req: Request<Body>) -> Response<Body> {
     match mode {
-        Mode::Hello => match req.uri().path() {
-            "/" | "/plaintext" => {
-                let mut r = Response::new(Body::from("Hello, World!"));
-                r.headers_mut()
-                    .insert(header::CONTENT_TYPE, TEXT_PLAIN.clone());
-                r
-            }
-            _ => not_found(),
-        },
+        Mode::Hello => hello_http(&req),
         Mode::Json => {
             let v = serde_json::json!({ "message": "Hello, World!" });
             let mut r = Response::new(Body::from(serde_json::to_vec(&v).unwrap_or_default()));
