@@ -148,8 +148,13 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         let mut head_since = Some(coarse_now());
         loop {
             let mut close = false;
-            while !self.input.is_empty() {
-                match self.decoder.decode(self.input.bytes(), &shared.cfg) {
+            loop {
+                let input = self.input.bytes();
+                if input.is_empty() {
+                    break;
+                }
+                let available = input.len();
+                match self.decoder.decode(input, &shared.cfg) {
                     Err(e) => {
                         self.refuse(&e);
                         close = true;
@@ -158,7 +163,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                     Ok((_, Event::NeedMore)) => break,
                     Ok((_, Event::Head(raw))) => {
                         head_since = None;
-                        let (info, whole) = self.prepare(&raw);
+                        let (info, whole) = self.prepare(&raw, available);
                         let step = match whole {
                             // The common case, right here (no nested future): the
                             // handler on a view of the head and body where they lie in
@@ -204,7 +209,8 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                             Step::Abort => return false,
                         }
                     }
-                    // Bodies are read by `exchange`: the decoder is between requests.
+                    // Bodies are read by `exchange_streamed`: the decoder is between
+                    // requests.
                     Ok((_, Event::Data(..) | Event::BodyEnd)) => return false,
                 }
             }
@@ -216,8 +222,9 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             if close {
                 return true;
             }
-            let idle = self.input.is_empty() && head_since.is_none();
-            if self.input.is_empty() && self.watch.is_down() {
+            let empty = self.input.is_empty();
+            let idle = empty && head_since.is_none();
+            if empty && self.watch.is_down() {
                 return true;
             }
             self.input.settle();
@@ -226,7 +233,8 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             } else {
                 *head_since.get_or_insert(now) + header_ns
             };
-            let watch = self.input.is_empty().then_some(&self.watch);
+            // (Settling keeps what is unconsumed: still empty or not.)
+            let watch = empty.then_some(&self.watch);
             let wait = wait_input(
                 &mut self.t,
                 &mut self.input,
@@ -274,10 +282,10 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         }
     }
 
-    /// Counts the request whose head is at the start of the input and decides what
-    /// shapes its response; the length of its body if the body is already whole in
-    /// the input (`Some(0)` without one).
-    fn prepare(&mut self, raw: &RawHead) -> (ReqInfo, Option<usize>) {
+    /// Counts the request whose head is at the start of the input (`available` bytes)
+    /// and decides what shapes its response; the length of its body if the body is
+    /// already whole in the input (`Some(0)` without one).
+    fn prepare(&mut self, raw: &RawHead, available: usize) -> (ReqInfo, Option<usize>) {
         self.served += 1;
         let keep_alive = raw.keep_alive
             && self.served < self.shared.cfg.max_requests_per_connection
@@ -289,9 +297,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         };
         let whole = match raw.body {
             BodyKind::None => Some(0),
-            BodyKind::Length(n) if (self.input.bytes().len() - raw.len) as u64 >= n => {
-                Some(n as usize)
-            }
+            BodyKind::Length(n) if (available - raw.len) as u64 >= n => Some(n as usize),
             _ => None,
         };
         (info, whole)
