@@ -4,6 +4,7 @@
 //! rendered fields, the connection's framing and the body.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use http::header::{HeaderName, HeaderValue};
 use http::StatusCode;
@@ -37,6 +38,8 @@ use crate::response::{has_no_body, is_servers_field, push_u64};
 /// # let _ = handler;
 /// ```
 pub struct PreparedResponse {
+    /// Unique per process: what the per-core cache of rendered heads is keyed by.
+    pub(crate) id: u64,
     pub(crate) status: StatusCode,
     /// The field lines, then `content-length: N` CR LF where the status has a body.
     pub(crate) fields: Box<[u8]>,
@@ -78,7 +81,9 @@ impl PreparedResponse {
             rendered.into_boxed_slice()
         };
         let has_server = fields.iter().any(|(n, _)| n == http::header::SERVER);
+        static IDS: AtomicU64 = AtomicU64::new(1);
         PreparedResponse {
+            id: IDS.fetch_add(1, Ordering::Relaxed),
             status,
             fields: render(true),
             fields_unnamed: has_server.then(|| render(false)),
