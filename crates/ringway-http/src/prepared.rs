@@ -1,7 +1,8 @@
 //! [`PreparedResponse`]: a whole response rendered once (its fields and
 //! `Content-Length` as bytes, its body), written per request by
-//! [`Responder::prepared`] as the cached status line and `Date`, one copy of the
-//! rendered fields, the connection's framing and the body.
+//! [`Responder::prepared`](crate::Responder::prepared) as one copy of its head (status
+//! line, `Server`, `Date`, the rendered fields; cached per core and per second), the
+//! connection's framing and the body.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};

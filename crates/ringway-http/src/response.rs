@@ -214,9 +214,9 @@ impl<'a> Responder<'a> {
         ResponseHead { slot: self.slot }
     }
 
-    /// Writes a response rendered ahead of time (see [`PreparedResponse`]): the status
-    /// line and `Date` from the core's cache, the rendered fields in one copy, the
-    /// connection's framing, the body.
+    /// Writes a response rendered ahead of time (see [`PreparedResponse`]): its head
+    /// (status line, `Server`, `Date`, the rendered fields) in one copy from the core's
+    /// cache, the connection's framing, the body.
     #[inline]
     pub fn prepared(mut self, p: &PreparedResponse) -> Written {
         let s = &mut self.slot;
