@@ -96,8 +96,20 @@ impl Epoll {
         })
     }
 
+    /// The state of `fd`, made on first use. Called several times per operation: the
+    /// known-fd case is one bounds check, inlined; making a new state is out of line.
+    #[inline]
     fn fd_state(&mut self, fd: RawFd) -> &mut FdState {
         let i = fd as usize;
+        if matches!(self.fds.get(i), Some(Some(_))) {
+            return self.fds[i].as_mut().expect("checked just above");
+        }
+        self.new_fd_state(i)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn new_fd_state(&mut self, i: usize) -> &mut FdState {
         if self.fds.len() <= i {
             self.fds.resize_with(i + 1, || None);
         }
