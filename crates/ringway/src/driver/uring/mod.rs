@@ -353,6 +353,9 @@ impl Uring {
         }
         let id = OpId::from_user_data(ud);
         let more = cqueue::more(flags);
+        if self.dispatch_common(d, id, result, flags, more) {
+            return;
+        }
         let mut c = Completion::new(result);
         if let Some(bid) = cqueue::buffer_select(flags) {
             c.buf = Some(d.pool.provided(bid, result.max(0) as usize));
@@ -424,6 +427,61 @@ impl Uring {
             c.result = -libc::ETIMEDOUT;
         }
         d.deliver(id, c, !more);
+    }
+
+    /// The two completions a busy server is mostly made of, handled with one slot
+    /// lookup: bytes of a multishot receive that a task awaits, and the end of an
+    /// operation nobody awaits (a background send). Returns false, having done nothing,
+    /// for anything else (an end of a multishot op, a cancel, a timeout, zero-copy, a
+    /// parked receive, the low-level face): `dispatch` sees to those.
+    #[inline]
+    fn dispatch_common(
+        &mut self,
+        d: &mut Delivery<'_>,
+        id: OpId,
+        result: i32,
+        flags: u32,
+        more: bool,
+    ) -> bool {
+        let Some(slot) = d.table.get_mut(id) else {
+            return false;
+        };
+        if slot.starved || slot.cancel_requested || slot.timeout.is_some() {
+            return false;
+        }
+        match slot.state {
+            SlotState::Owned if more && result > 0 => {
+                let (Op::RecvMulti(_), Notify::Waker(_)) = (&slot.op, &slot.notify) else {
+                    return false;
+                };
+                let Some(bid) = cqueue::buffer_select(flags) else {
+                    return false;
+                };
+                let c = Completion {
+                    result,
+                    buf: Some(d.pool.provided(bid, result as usize)),
+                    addr: None,
+                };
+                super::delivery::to_waker(slot, id, c, false, d.stats, d.backlogged);
+                true
+            }
+            SlotState::Orphaned if !more => {
+                if slot.multishot
+                    || slot.op.yields_fd()
+                    || matches!(slot.op, Op::Send(_))
+                    || cqueue::buffer_select(flags).is_some()
+                {
+                    return false;
+                }
+                let held = slot.held.take();
+                d.table.release(id);
+                if let Some(held) = held {
+                    held.finished(result);
+                }
+                true
+            }
+            _ => false,
+        }
     }
 
     /// The CQEs of a send that may have gone as `SEND_ZC`: the result comes first (with
