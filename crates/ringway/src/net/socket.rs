@@ -262,8 +262,12 @@ pub struct RecvStream {
 
 impl RecvStream {
     /// The next chunk of bytes, `None` at end of stream. After an error the stream ends.
-    pub async fn next(&mut self) -> Option<io::Result<PoolBuf>> {
-        std::future::poll_fn(|cx| self.poll_next(cx)).await
+    /// (A named future rather than an `async fn`: one call per poll, no state machine
+    /// around it; awaited the same way.)
+    // An async stream's `next`, as futures' StreamExt names it; not an iterator.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> RecvNext<'_> {
+        RecvNext { stream: self }
     }
 
     /// Poll form of [`next`](Self::next).
@@ -295,6 +299,22 @@ impl RecvStream {
                 }
             }
         }
+    }
+}
+
+/// Future of [`RecvStream::next`]: the next chunk, `None` at end of stream.
+#[must_use = "futures do nothing unless awaited"]
+#[derive(Debug)]
+pub struct RecvNext<'a> {
+    stream: &'a mut RecvStream,
+}
+
+impl std::future::Future for RecvNext<'_> {
+    type Output = Option<io::Result<PoolBuf>>;
+
+    #[inline]
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.get_mut().stream.poll_next(cx)
     }
 }
 
