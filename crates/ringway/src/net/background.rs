@@ -77,7 +77,18 @@ impl Background {
     }
 
     /// Ready once nothing is in flight: with the kept error, if any.
+    #[inline]
     fn poll_idle(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.in_flight.load(Ordering::Acquire) == NONE && self.error.load(Ordering::Acquire) == 0
+        {
+            return Poll::Ready(Ok(()));
+        }
+        self.poll_idle_slow(cx)
+    }
+
+    /// `poll_idle` when a send is in flight or the stream is broken.
+    #[cold]
+    fn poll_idle_slow(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         if self.in_flight().is_some() {
             {
                 let mut waiter = self.waiter.lock().unwrap_or_else(|e| e.into_inner());
@@ -95,6 +106,7 @@ impl Background {
         Poll::Ready(self.error().map_or(Ok(()), Err))
     }
 
+    #[inline]
     fn finish(&self, error: i32) {
         if error != 0 {
             let _ = self

@@ -470,11 +470,13 @@ impl Uring {
                     || slot.op.yields_fd()
                     || matches!(slot.op, Op::Send(_))
                     || cqueue::buffer_select(flags).is_some()
+                    || slot.single.is_some()
+                    || !slot.queue.is_empty()
                 {
                     return false;
                 }
                 let held = slot.held.take();
-                d.table.release(id);
+                d.table.release_emptied(id);
                 if let Some(held) = held {
                     held.finished(result);
                 }
