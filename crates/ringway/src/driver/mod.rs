@@ -553,7 +553,11 @@ impl Driver {
         }
         let id = self.table.insert_detached(op, HeldValue::new(held));
         self.start(id);
-        self.table.get_mut(id).map(|_| id)
+        match self.backend {
+            // io_uring starts an op without completing it.
+            ActiveBackend::Uring(_) => Some(id),
+            ActiveBackend::Epoll(_) => self.table.get_mut(id).map(|_| id),
+        }
     }
 
     /// Closes `fd` once operation `after` (a detached send on it, say) has finished,

@@ -123,9 +123,13 @@ impl Uring {
         let Some(slot) = table.get_mut(id) else {
             return;
         };
-        let scratch = self.scratch.get(id.index);
-        scratch.plain_send = false;
-        scratch.pause = Pause::Running;
+        if slot.multishot || matches!(slot.op, Op::Send(_)) {
+            // What a previous op of this slot may have left in the flags that only these
+            // ops read (`cancel` reads `pause` of multishot ops only).
+            let scratch = self.scratch.get(id.index);
+            scratch.plain_send = false;
+            scratch.pause = Pause::Running;
+        }
         if let Some(addr) = slot.op.input_addr() {
             // SAFETY: the submitter guarantees `addr` is valid during submission.
             self.scratch.get(id.index).addr = unsafe { *addr };
@@ -195,7 +199,8 @@ impl Uring {
             d.deliver(id, Completion::new(-libc::ECANCELED), true);
             return;
         }
-        if self.scratch.get(id.index).pause == Pause::Stopped {
+        let multishot = d.table.get_mut(id).is_some_and(|s| s.multishot);
+        if multishot && self.scratch.get(id.index).pause == Pause::Stopped {
             // Stopped for backlog: not in the kernel, nothing to cancel there.
             self.scratch.get(id.index).pause = Pause::Running;
             d.deliver(id, Completion::new(-libc::ECANCELED), true);
