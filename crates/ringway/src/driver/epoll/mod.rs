@@ -427,10 +427,12 @@ impl Epoll {
             }
             let fd = ev.u64 as RawFd;
             let (readable, writable) = self.fd_state(fd).on_event(ev.events as i32);
-            if readable {
+            // Most edges find nothing parked in one direction (an echoed message's send
+            // goes at once, yet its socket reports writable too): no call for those.
+            if readable && !self.fd_state(fd).queue(Direction::Read).is_empty() {
                 self.run_queue(d, fd, Direction::Read);
             }
-            if writable {
+            if writable && !self.fd_state(fd).queue(Direction::Write).is_empty() {
                 self.run_queue(d, fd, Direction::Write);
             }
         }
