@@ -534,7 +534,6 @@ impl Driver {
         Submitted::Pending(id)
     }
 
-    #[inline]
     /// Starts `op` with nobody awaiting it: `held` keeps its buffers and is told its
     /// final result. On epoll an op that can finish at once does so here (and `held`
     /// hears it before this returns). Returns the op's id while it is in flight.
@@ -542,21 +541,52 @@ impl Driver {
     /// # Safety
     ///
     /// The op's pointers point into `held` (or outlive the final completion otherwise).
+    #[inline]
     pub(crate) unsafe fn submit_detached(&mut self, op: Op, held: impl Held) -> Option<OpId> {
+        let mut held = Some(held);
+        // SAFETY: the caller's promise.
+        let started =
+            unsafe { self.submit_detached_with(op, || held.take().expect("called once")) };
+        match started {
+            Ok(id) => id,
+            Err(result) => {
+                if let Some(held) = held {
+                    held.finished(result);
+                }
+                None
+            }
+        }
+    }
+
+    /// [`submit_detached`](Self::submit_detached) that builds what it keeps only if the
+    /// op does not finish at once: `Err(result)` if it did (epoll, a ready socket), and
+    /// then `held` was never called and the caller still owns the op's buffers (a
+    /// background send on epoll costs no record of itself). `Ok(None)`: it finished
+    /// while starting, and the value `held` built has heard how.
+    ///
+    /// # Safety
+    ///
+    /// The op's pointers point into what `held` returns (or outlive the final
+    /// completion otherwise), and stay valid during this call.
+    #[inline]
+    pub(crate) unsafe fn submit_detached_with<H: Held>(
+        &mut self,
+        op: Op,
+        held: impl FnOnce() -> H,
+    ) -> Result<Option<OpId>, i32> {
         if let ActiveBackend::Epoll(e) = &mut self.backend {
             // SAFETY: the caller's promise, for this call.
             if let Some(c) = unsafe { e.try_at_once(&op, &self.pool) } {
                 self.stats.submitted += 1;
-                held.finished(c.result);
-                return None;
+                return Err(c.result);
             }
         }
-        let id = self.table.insert_detached(op, HeldValue::new(held));
+        let id = self.table.insert_detached(op, HeldValue::new(held()));
         self.start(id);
         match self.backend {
             // io_uring starts an op without completing it.
-            ActiveBackend::Uring(_) => Some(id),
-            ActiveBackend::Epoll(_) => self.table.get_mut(id).map(|_| id),
+            ActiveBackend::Uring(_) => Ok(Some(id)),
+            ActiveBackend::Epoll(_) => Ok(self.table.get_mut(id).map(|_| id)),
         }
     }
 
