@@ -576,9 +576,15 @@ impl Driver {
     ) -> Result<Option<OpId>, i32> {
         if let ActiveBackend::Epoll(e) = &mut self.backend {
             // SAFETY: the caller's promise, for this call.
-            if let Some(c) = unsafe { e.try_at_once(&op, &self.pool) } {
+            let at_once = unsafe {
+                match &op {
+                    Op::SendAll(send) => e.try_send_all_at_once(send),
+                    _ => e.try_at_once(&op, &self.pool).map(|c| c.result),
+                }
+            };
+            if let Some(result) = at_once {
                 self.stats.submitted += 1;
-                return Err(c.result);
+                return Err(result);
             }
         }
         let id = self.table.insert_detached(op, HeldValue::new(held()));

@@ -22,7 +22,7 @@ use std::io;
 use std::os::fd::{OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
-use super::op::{AfterEnd, Attempt, EpollOp, Op, OpKind, Readiness};
+use super::op::{AfterEnd, Attempt, EpollOp, Op, OpKind, Readiness, SendAll};
 use super::starved::Starved;
 use super::table::SlotState;
 use super::{Completion, Delivery, DriverWaker, OpId, RawAddr};
@@ -183,6 +183,31 @@ impl Epoll {
                 Some(c)
             }
         }
+    }
+
+    /// `try_at_once` for a `SendAll` (a background send), with no completion built:
+    /// its result if it ended at once. A part sent before the socket filled is carried
+    /// to the op's `start`, as there.
+    ///
+    /// # Safety
+    ///
+    /// As for `try_at_once`.
+    #[inline]
+    pub(crate) unsafe fn try_send_all_at_once(&mut self, op: &SendAll) -> Option<i32> {
+        let st = self.fds.get_mut(op.fd as usize)?.as_mut()?;
+        if !st.registered || !st.ready(Direction::Write) || !st.queue(Direction::Write).is_empty() {
+            return None;
+        }
+        let mut progress = 0;
+        // SAFETY: the caller's promise for the op's pointers.
+        let r = unsafe { op.send_rest(&mut progress) };
+        if r.is_none() {
+            st.set_ready(Direction::Write, false);
+            if progress > 0 {
+                self.carry = Some(progress);
+            }
+        }
+        r
     }
 
     pub(crate) fn start(&mut self, d: &mut Delivery<'_>, id: OpId) {
