@@ -22,9 +22,10 @@ use std::io;
 use std::os::fd::{OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
-use super::op::{AfterEnd, Attempt, EpollOp, Op, OpKind, Readiness, SendAll};
+use super::delivery::to_waker;
+use super::op::{recv_bytes, AfterEnd, Attempt, EpollOp, Op, OpKind, Readiness, SendAll};
 use super::starved::Starved;
-use super::table::SlotState;
+use super::table::{Notify, SlotState};
 use super::{Completion, Delivery, DriverWaker, OpId, RawAddr};
 use crate::buf::BufferPool;
 use fd_state::{Direction, FdState};
@@ -311,9 +312,35 @@ impl Epoll {
             }
             let (op, multishot) = (slot.op, slot.multishot);
             let wants_more = slot.state == SlotState::Owned && !slot.cancel_requested;
-            // SAFETY: the submitter's promise for the op's pointers, held until the
-            // final completion, which has not come yet (`done` is false).
-            let attempt = unsafe { op.attempt(self.op_state(id.index), d.pool) };
+            let attempt = match (op, wants_more, &slot.notify) {
+                (Op::RecvMulti(recv), true, Notify::Waker(_)) => {
+                    // Bytes for a stream a task awaits, the common case: straight to
+                    // its queue. What else a try comes to goes the general way below.
+                    match recv_bytes(recv.fd, d.pool) {
+                        Ok((buf, drained)) => {
+                            let c = Completion {
+                                result: buf.len() as i32,
+                                buf: Some(buf),
+                                addr: None,
+                            };
+                            to_waker(slot, id, c, false, d.stats, d.backlogged);
+                            if drained {
+                                // As below: a closed direction stays ready.
+                                let st = self.fd_state(fd);
+                                st.set_ready(dir, false);
+                                if !st.ready(dir) {
+                                    return;
+                                }
+                            }
+                            continue;
+                        }
+                        Err(other) => other,
+                    }
+                }
+                // SAFETY: the submitter's promise for the op's pointers, held until the
+                // final completion, which has not come yet (`done` is false).
+                _ => unsafe { op.attempt(self.op_state(id.index), d.pool) },
+            };
             let (c, drained) = match attempt {
                 Attempt::Blocked => {
                     self.fd_state(fd).set_ready(dir, false);
