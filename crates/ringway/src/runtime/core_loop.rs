@@ -20,6 +20,7 @@ use slab::Slab;
 
 use super::context::{try_with_core, Enter};
 use super::task::{JoinHandle, JoinState, Schedule, TaskFuture, TaskHeader};
+use super::task_waker::task_waker;
 use crate::driver::{Driver, DriverWaker};
 use crate::time::Timers;
 
@@ -232,7 +233,7 @@ impl Core {
         header.notified.store(true, Ordering::Release);
         let ready = RunQueueEntry::of(&header);
         let body: Pin<Box<TaskBody<dyn Future<Output = ()>>>> = Box::pin(TaskBody {
-            waker: Waker::from(header.clone()),
+            waker: task_waker(header.clone()),
             future: task,
         });
         entry.insert(TaskEntry {
@@ -241,6 +242,20 @@ impl Core {
             running: false,
         });
         self.queue.borrow_mut().push_back(ready);
+    }
+
+    /// Queues `task` if `scheduler` (its header's hook) is this core, which is the case
+    /// for a wake on the task's own thread; false otherwise (the hook sees to it).
+    #[inline]
+    pub(super) fn run_local(&self, scheduler: *const (), task: &TaskHeader) -> bool {
+        if !std::ptr::eq(Arc::as_ptr(&self.shared) as *const (), scheduler) {
+            return false;
+        }
+        self.queue.borrow_mut().push_back(RunQueueEntry {
+            key: task.key.load(Ordering::Acquire),
+            header: task as *const TaskHeader as usize,
+        });
+        true
     }
 
     /// Tasks alive on this core.
