@@ -20,6 +20,7 @@ use scratch::Pause;
 pub(crate) use scratch::UringScratch;
 
 use std::io;
+use std::mem::MaybeUninit;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
@@ -32,6 +33,8 @@ use super::{Completion, Delivery, OpId};
 use scratch::ScratchPages;
 
 const INTERNAL: u64 = u32::MAX as u64;
+/// CQEs copied out of the completion queue at a time (16 bytes each, on the stack).
+const REAP_BATCH: usize = 64;
 const WAKE_UD: u64 = (1 << 32) | INTERNAL;
 const CANCEL_UD: u64 = (2 << 32) | INTERNAL;
 const TIMEOUT_UD: u64 = (3 << 32) | INTERNAL;
@@ -77,8 +80,6 @@ pub(crate) struct Uring {
     unsubmitted: Vec<OpId>,
     /// Parked receives being re-armed this turn (kept for its capacity).
     rearm: Vec<OpId>,
-    /// CQEs copied out of the completion queue, so dispatching them may submit.
-    cqes: Vec<(u64, i32, u32)>,
     /// Counted here (push has no stats at hand) and folded into the stats each turn.
     sq_full_flushes: u64,
 }
@@ -94,7 +95,6 @@ impl Uring {
             starved: Starved::default(),
             unsubmitted: Vec::new(),
             rearm: Vec::new(),
-            cqes: Vec::with_capacity(256),
             sq_full_flushes: 0,
         };
         u.arm_wake();
@@ -324,26 +324,19 @@ impl Uring {
 
     fn reap(&mut self, d: &mut Delivery<'_>) -> usize {
         let mut n = 0;
+        // A batch is copied out (in bulk, onto the stack) so the completion queue's
+        // borrow ends before dispatching, which may re-arm, i.e. submit.
+        let mut batch = [const { MaybeUninit::<cqueue::Entry>::uninit() }; REAP_BATCH];
         loop {
-            // Copy a batch out so the completion queue's borrow ends before dispatching
-            // (which may re-arm, i.e. submit).
-            let mut cqes = std::mem::take(&mut self.cqes);
-            cqes.extend(
-                self.ring
-                    .completion()
-                    .map(|c| (c.user_data(), c.result(), c.flags())),
-            );
+            let cqes = self.ring.completion().fill(&mut batch);
             if cqes.is_empty() {
-                self.cqes = cqes;
                 break;
             }
             n += cqes.len();
             d.stats.completions += cqes.len() as u64;
-            for &(ud, res, flags) in &cqes {
-                self.dispatch(d, ud, res, flags);
+            for c in cqes.iter() {
+                self.dispatch(d, c.user_data(), c.result(), c.flags());
             }
-            cqes.clear();
-            self.cqes = cqes;
         }
         n
     }
