@@ -29,7 +29,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use super::op::{AfterEnd, Op, OpKind, UringOp};
 use super::starved::Starved;
 use super::table::{Notify, OpTable, SlotState};
-use super::{Completion, Delivery, OpId};
+use super::{Completion, Delivery, HeldValue, OpId};
 use scratch::ScratchPages;
 
 const INTERNAL: u64 = u32::MAX as u64;
@@ -473,11 +473,8 @@ impl Uring {
                 {
                     return false;
                 }
-                let held = slot.held.take();
+                HeldValue::finish_in_place(&mut slot.held, result);
                 d.table.release_emptied(id);
-                if let Some(held) = held {
-                    held.finished(result);
-                }
                 true
             }
             _ => false,
