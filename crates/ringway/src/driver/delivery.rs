@@ -70,7 +70,7 @@ impl Delivery<'_> {
 /// multishot op's completions queue (bounded by `BACKLOG`), a single-shot op's is kept
 /// for its future; the task is woken if its waker is armed. The caller has marked the
 /// slot `done` if `last`.
-#[inline]
+#[inline(always)]
 pub(crate) fn to_waker(
     slot: &mut Slot,
     id: OpId,
@@ -80,14 +80,13 @@ pub(crate) fn to_waker(
     backlogged: &mut Vec<OpId>,
 ) {
     if slot.multishot {
-        let mut c = c;
+        slot.queue.push_back(c);
         if slot.backlogged {
             // Its reader is behind: keep the bytes, not the pool buffer.
-            if let Some(b) = c.buf.as_mut() {
+            if let Some(b) = slot.queue.back_mut().and_then(|c| c.buf.as_mut()) {
                 b.unshare();
             }
         }
-        slot.queue.push_back(c);
         if !last && !slot.backlogged && slot.queue.len() >= BACKLOG {
             // The reader fell behind: the receive stops (the backend sees to it), and
             // what waits for the reader gives its pool buffers back (copied), so a
