@@ -680,6 +680,46 @@ impl Driver {
         Poll::Pending
     }
 
+    /// [`poll_next`](Self::poll_next) for a multishot receive, as `RecvStream` takes it:
+    /// the next completion's result and buffer only (a completion is large; its
+    /// address is never set for a receive).
+    #[inline]
+    pub(crate) fn poll_recv(
+        &mut self,
+        id: OpId,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<(i32, Option<crate::buf::PoolBuf>)>> {
+        let Some(slot) = self.table.get_mut(id) else {
+            return Poll::Ready(None);
+        };
+        if let Some(Completion { result, buf, .. }) = slot.queue.pop_front() {
+            if slot.backlogged && slot.queue.len() <= BACKLOG / 2 {
+                self.caught_up(id);
+            }
+            return Poll::Ready(Some((result, buf)));
+        }
+        if slot.done {
+            self.table.release(id);
+            return Poll::Ready(None);
+        }
+        OpTable::register_waker(slot, cx.waker());
+        Poll::Pending
+    }
+
+    /// The consumer of a backlogged receive caught up: receive again.
+    #[cold]
+    fn caught_up(&mut self, id: OpId) {
+        let Some(slot) = self.table.get_mut(id) else {
+            return;
+        };
+        slot.backlogged = false;
+        let (backend, mut delivery) = self.split(None);
+        match backend {
+            ActiveBackend::Uring(u) => u.resume(&mut delivery, id),
+            ActiveBackend::Epoll(e) => e.resume(&mut delivery, id),
+        }
+    }
+
     /// The future of `id` is gone. If the operation is finished its slot is freed;
     /// otherwise it is cancelled and `held` (the buffers the kernel may still touch) is
     /// held until the final completion. Completions already queued are dropped: pool

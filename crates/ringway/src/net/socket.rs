@@ -276,28 +276,32 @@ impl RecvStream {
         if self.done {
             return Poll::Ready(None);
         }
-        match self.shot.poll_next(cx) {
+        let polled = match self.shot.id() {
+            // Armed: only the result and the buffer come back from the driver.
+            Some(id) => with_driver(|d| d.poll_recv(id, cx)),
+            None => self
+                .shot
+                .poll_next(cx)
+                .map(|c| c.map(|c| (c.result, c.buf))),
+        };
+        match polled {
             Poll::Pending => Poll::Pending,
-            Poll::Ready(None) => {
+            Poll::Ready(Some((r, Some(b)))) if r > 0 => Poll::Ready(Some(Ok(b))),
+            Poll::Ready(other) => {
                 self.done = true;
-                Poll::Ready(None)
+                Poll::Ready(Self::ended(other))
             }
-            Poll::Ready(Some(c)) => {
-                if c.result < 0 {
-                    self.done = true;
-                    return Poll::Ready(Some(Err(io::Error::from_raw_os_error(-c.result))));
-                }
-                if c.result == 0 {
-                    self.done = true;
-                    return Poll::Ready(None);
-                }
-                match c.buf {
-                    Some(b) => Poll::Ready(Some(Ok(b))),
-                    None => Poll::Ready(Some(Err(io::Error::other(
-                        "receive completed without a buffer",
-                    )))),
-                }
-            }
+        }
+    }
+
+    /// What a completion without bytes means to the reader: end of stream (also when the
+    /// operation has ended), or an error. The stream ends either way.
+    #[cold]
+    fn ended(last: Option<(i32, Option<PoolBuf>)>) -> Option<io::Result<PoolBuf>> {
+        match last {
+            None | Some((0, _)) => None,
+            Some((r, _)) if r < 0 => Some(Err(io::Error::from_raw_os_error(-r))),
+            Some(_) => Some(Err(io::Error::other("receive completed without a buffer"))),
         }
     }
 }
