@@ -1,79 +1,127 @@
-//! The write side: writes are gathered, and a small task per stream sends them, one
-//! `send` at a time.
+//! The write side: writes are gathered into an output buffer, which goes to the kernel
+//! in one background send (the runtime's `send_all`), submitted by the task that wrote.
 //!
 //! A readiness-style `poll_write` borrows the caller's bytes only for the call, while a
 //! completion-style send needs a buffer that outlives it, so the bytes are copied once,
-//! into the gather buffer, and the write is done. The stream's **send task** (spawned on
-//! the stream's core at its first write) submits what was gathered when it runs, which
-//! is later in the same loop turn: every write made before then (pipelined responses, a
-//! TLS record after a header) goes out in one `send`. While a send is in flight, writes
-//! keep gathering and go together in the next one; two sends on one socket are never in
-//! flight together (they could be reordered). Two buffers alternate (the one in flight
-//! and the one gathering): no allocation per write in steady state.
+//! into the output buffer, and the write is done. The buffer is handed to the kernel
+//! whole, as a background send: the driver keeps it until the kernel has taken every
+//! byte (it resubmits the rest of a short send itself), then drops it, and nobody is
+//! woken. So a request costs no extra task, no poll and no wake on the write side.
+//! Dropping the buffer brings it back to its stream (see [`OutBuf`]): no allocation per
+//! write in steady state.
 //!
-//! The send task, not the caller, owns the progress of a send: it resubmits the rest of
-//! a short send and moves on to what was gathered whether or not the stream is polled
-//! again. So `poll_flush` is ready as soon as every accepted byte is queued with it (the
-//! way a kernel socket buffer takes bytes in tokio's model), and a caller such as hyper
-//! goes on to its next request without waiting a loop turn for the completion. A send
-//! error is reported by every later write, flush and shutdown. `poll_shutdown` waits
-//! until the kernel has taken every byte, then shuts the write direction.
+//! When the buffer is handed over:
+//! - by `poll_flush`, for a plain tokio or hyper user: ready once the bytes are the
+//!   kernel's, or pending while an earlier send is still in flight (at most one per
+//!   socket, so that two never reorder); what was written meanwhile goes in the next;
+//! - by the owner of the connection, at the end of each poll of it, once
+//!   [`Outbox::defer_to_owner`] was called (the server does this for hyper's
+//!   connections): `poll_flush` is then ready at once, and every response written in
+//!   one poll of the connection (16 pipelined responses, a body after its head) goes in
+//!   one send. If a send is still in flight then, the owner's task is woken when it
+//!   ends, and hands over the rest on that poll;
+//! - by a write that finds [`MAX_GATHER`] bytes gathered (backpressure: it waits while
+//!   the previous send is in flight).
 //!
-//! A write future dropped at any point loses nothing that `poll_write` reported as
-//! written. A stream dropped with bytes still queued leaves them to its send task, which
-//! delivers them (for at most [`LINGER`]) and then closes the socket, as closing a
-//! kernel socket with unsent bytes does.
+//! A send error is kept and reported by every later write, flush and shutdown.
+//! `poll_shutdown` waits until the kernel has taken every byte, then shuts the write
+//! direction. A write future dropped at any point loses nothing that `poll_write`
+//! reported as written. A stream dropped with bytes not yet handed over hands them over
+//! itself, or, if a send is still in flight, leaves them to a small linger task that
+//! does (for at most [`LINGER`]); the runtime closes the socket once the last send has
+//! ended, as closing a kernel socket with unsent bytes does.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::io;
 use std::ops::Deref;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
-use ringway::buf::{IoBuf, Slice};
-use ringway::net::WriteFuture;
+use ringway::buf::IoBuf;
 
 use crate::socket::StreamSocket;
 
 /// How many bytes may wait behind a send in flight before writes wait (backpressure).
 pub(crate) const MAX_GATHER: usize = 256 * 1024;
 
-/// How long the send task of a dropped stream keeps delivering its queued bytes before
-/// it gives up and closes the socket.
+/// How long the linger task of a dropped stream waits for the send in flight before it
+/// gives up on the bytes behind it and lets the socket close.
 pub(crate) const LINGER: Duration = Duration::from_secs(30);
 
 /// A buffer larger than this is not kept for reuse once its send is done, so that a
 /// connection that once sent a large body does not hold the memory while idle.
 const KEEP_CAPACITY: usize = 64 * 1024;
 
-/// The socket and its outgoing bytes, shared by the stream and its send task.
+/// The socket and its outgoing bytes, shared by the stream, the connection's owner (the
+/// server) and, after the stream is dropped, its linger task.
 pub(crate) type Link<S> = Rc<RefCell<Outbox<S>>>;
 
-/// Bytes accepted for sending, the send in flight, and who waits for what.
+/// Bytes accepted for sending and what became of the last send.
 pub(crate) struct Outbox<S> {
     pub socket: S,
+    /// Accepted, not yet handed to the kernel.
     gather: Vec<u8>,
-    inflight: Option<WriteFuture<Slice<Vec<u8>>>>,
-    /// Bytes of the send in flight.
-    inflight_len: usize,
-    /// The buffer of the last finished send, emptied, for the next gather.
-    spare: Vec<u8>,
+    /// The send in flight, as its buffer reports it.
+    sending: Rc<Sending>,
     /// A send failed: the bytes behind it cannot be delivered in order, so every later
     /// write, flush and shutdown reports this error.
     failed: Option<Failure>,
     /// The write direction is shut down.
     shut: bool,
-    /// A caller waiting for room (a full gather buffer) or for every byte to be sent
-    /// (shutdown).
-    writer: Option<Waker>,
-    /// The send task's waker, once it has run; `spawned` says whether it exists.
-    task: Option<Waker>,
-    spawned: bool,
-    /// The stream was dropped: the task delivers what is left, then ends.
+    /// The connection's owner hands the bytes over after each poll (`poll_flush` does
+    /// not).
+    deferred: bool,
+    /// The stream was dropped: only its linger task (if any) acts from now on.
     closed: bool,
+}
+
+/// The background send in flight, shared by the outbox and the buffer the driver holds:
+/// the buffer says when the kernel is done with it by being dropped.
+#[derive(Default)]
+struct Sending {
+    /// Bytes of the send in flight; 0 when none is.
+    len: Cell<usize>,
+    /// The buffer of the last finished send, emptied, for the next gather.
+    spare: Cell<Vec<u8>>,
+}
+
+/// The output buffer of one background send. The driver drops it when the kernel has
+/// taken every byte (or the send failed): it then comes back to its stream as the next
+/// gather buffer and marks the send finished.
+struct OutBuf {
+    bytes: Vec<u8>,
+    sending: Rc<Sending>,
+}
+
+// SAFETY: the bytes are a `Vec`'s heap allocation, which does not move when the
+// `OutBuf` does and is not touched until it is dropped; `len` and `capacity` are the
+// Vec's.
+unsafe impl IoBuf for OutBuf {
+    fn stable_ptr(&self) -> *const u8 {
+        self.bytes.as_ptr()
+    }
+    fn bytes_init(&self) -> usize {
+        self.bytes.len()
+    }
+    fn bytes_total(&self) -> usize {
+        self.bytes.capacity()
+    }
+}
+
+impl Drop for OutBuf {
+    fn drop(&mut self) {
+        self.sending.len.set(0);
+        if self.bytes.capacity() <= KEEP_CAPACITY {
+            let mut bytes = std::mem::take(&mut self.bytes);
+            bytes.clear();
+            // Whatever was there (nothing, in steady state) is dropped.
+            drop(self.sending.spare.replace(bytes));
+        }
+    }
 }
 
 /// A copy of a send error (io::Error is not Clone).
@@ -106,25 +154,27 @@ impl<S: StreamSocket> Outbox<S> {
         Outbox {
             socket,
             gather: Vec::new(),
-            inflight: None,
-            inflight_len: 0,
-            spare: Vec::new(),
+            sending: Rc::default(),
             failed: None,
             shut: false,
-            writer: None,
-            task: None,
-            spawned: false,
+            deferred: false,
             closed: false,
         }
     }
 
     /// Bytes accepted but not yet taken by the kernel.
     pub(crate) fn unsent(&self) -> usize {
-        self.gather.len() + self.inflight_len
+        self.gather.len() + self.sending.len.get()
     }
 
-    fn idle(&self) -> bool {
-        self.gather.is_empty() && self.inflight.is_none()
+    /// From now on the connection's owner calls [`poll_owner`](Self::poll_owner) after
+    /// each poll of the connection, and `poll_flush` leaves the handing over to it.
+    pub(crate) fn defer_to_owner(&mut self) {
+        self.deferred = true;
+    }
+
+    fn busy(&self) -> bool {
+        self.sending.len.get() > 0
     }
 
     fn check(&self) -> io::Result<()> {
@@ -141,18 +191,18 @@ impl<S: StreamSocket> Outbox<S> {
     }
 
     /// Accepts as many of `bufs`' bytes as there is room for (all of them unless
-    /// [`MAX_GATHER`] bytes already wait), or registers `cx` for room.
+    /// [`MAX_GATHER`] bytes already wait behind a send in flight).
     pub(crate) fn poll_write<B: Deref<Target = [u8]>>(
         &mut self,
         cx: &mut Context<'_>,
         bufs: &[B],
     ) -> Poll<io::Result<usize>> {
         self.check()?;
-        let room = MAX_GATHER.saturating_sub(self.gather.len());
-        if room == 0 {
-            set_waker(&mut self.writer, cx.waker());
-            return Poll::Pending;
+        if self.gather.len() >= MAX_GATHER {
+            // Full: hand it over (after the send in flight, if one is).
+            std::task::ready!(self.submit(cx))?;
         }
+        let room = MAX_GATHER - self.gather.len();
         let mut taken = 0;
         for b in bufs {
             let n = b.len().min(room - taken);
@@ -165,13 +215,13 @@ impl<S: StreamSocket> Outbox<S> {
         Poll::Ready(Ok(taken))
     }
 
-    /// Ready once every accepted byte is queued with the send task (which the caller
-    /// then kicks); an earlier send error if there was one.
-    pub(crate) fn poll_flush(&mut self) -> Poll<io::Result<()>> {
-        match &self.failed {
-            Some(f) => Poll::Ready(Err(f.error())),
-            None => Poll::Ready(Ok(())),
+    /// Hands the gathered bytes to the kernel (pending while an earlier send is in
+    /// flight), unless the connection's owner does that after its poll.
+    pub(crate) fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.deferred {
+            return Poll::Ready(self.check());
         }
+        self.submit(cx)
     }
 
     /// Waits until the kernel has taken every byte, then shuts the write direction.
@@ -179,12 +229,11 @@ impl<S: StreamSocket> Outbox<S> {
         if self.shut {
             return Poll::Ready(Ok(()));
         }
-        if let Some(f) = &self.failed {
-            return Poll::Ready(Err(f.error()));
-        }
-        if !self.idle() {
-            set_waker(&mut self.writer, cx.waker());
-            return Poll::Pending;
+        std::task::ready!(self.submit(cx))?;
+        if self.busy() {
+            if let Err(e) = std::task::ready!(Pin::new(&mut self.socket.flush()).poll(cx)) {
+                return Poll::Ready(Err(self.fail(e)));
+            }
         }
         match self.socket.shutdown_write() {
             Ok(()) => {}
@@ -194,161 +243,120 @@ impl<S: StreamSocket> Outbox<S> {
         }
         self.shut = true;
         self.gather = Vec::new();
-        self.spare = Vec::new();
+        drop(self.sending.spare.take());
         Poll::Ready(Ok(()))
     }
 
-    /// What the stream must do so that queued bytes move: `Spawn` the send task, `Wake`
-    /// it, or nothing (no bytes waiting, or a send in flight whose completion will wake
-    /// it).
-    pub(crate) fn kick(&mut self) -> Kick {
-        if self.gather.is_empty() || self.inflight.is_some() {
-            return Kick::None;
-        }
-        if !self.spawned {
-            self.spawned = true;
-            return Kick::Spawn;
-        }
-        match &self.task {
-            Some(w) => Kick::Wake(w.clone()),
-            // Spawned, not yet run: it will find the bytes when it does.
-            None => Kick::None,
+    /// The owner's end-of-poll step ([`defer_to_owner`](Self::defer_to_owner)): hands
+    /// what the poll wrote to the kernel, or, with a send still in flight, has `cx`
+    /// woken when it ends. An error is kept for the stream's next write or flush.
+    pub(crate) fn poll_owner(&mut self, cx: &mut Context<'_>) {
+        if !self.closed {
+            let _ = self.submit(cx);
         }
     }
 
-    /// Called by the stream's drop: the task finishes what is queued and ends.
-    pub(crate) fn close(&mut self) -> Option<Waker> {
+    /// Hands the gathered bytes to the kernel as one background send. Pending (with
+    /// `cx` woken at its end) while the previous send is in flight. Ready with nothing
+    /// to do once every accepted byte is the kernel's; with the stream's error if a send
+    /// failed.
+    fn submit(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if let Some(f) = &self.failed {
+            return Poll::Ready(Err(f.error()));
+        }
+        if self.gather.is_empty() && self.busy() {
+            return Poll::Ready(Ok(()));
+        }
+        // Waits for the send in flight, if any; reports how the last one ended.
+        if let Err(e) = std::task::ready!(Pin::new(&mut self.socket.flush()).poll(cx)) {
+            return Poll::Ready(Err(self.fail(e)));
+        }
+        if self.gather.is_empty() {
+            return Poll::Ready(Ok(()));
+        }
+        let bytes = std::mem::replace(&mut self.gather, self.sending.spare.take());
+        self.sending.len.set(bytes.len());
+        let buf = OutBuf {
+            bytes,
+            sending: self.sending.clone(),
+        };
+        // Nothing is in flight (just checked, and nothing ran since), so the send starts
+        // on this poll, and the future, done, holds nothing: the driver has the buffer.
+        match Pin::new(&mut self.socket.send_all(buf)).poll(cx) {
+            Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(self.fail(e))),
+            Poll::Pending => unreachable!("a background send waited with none in flight"),
+        }
+    }
+
+    /// Called by the stream's drop: hands over what is gathered, or returns the link's
+    /// linger work if a send is still in flight.
+    pub(crate) fn close(&mut self) -> bool {
         self.closed = true;
-        if !self.idle() && !self.spawned {
-            // Bytes were written but never kicked (cannot happen through the stream's
-            // API, which kicks after each write): nothing will send them.
-            tracing::debug!(unsent = self.unsent(), "stream dropped with unsent bytes");
+        if self.gather.is_empty() || self.failed.is_some() || self.shut {
+            return false;
         }
-        self.task.take()
-    }
-
-    /// Moves sends along with `cx` (the send task's): reaps the one in flight
-    /// (resubmitting the rest of a short send), then submits what was gathered. Ready
-    /// once the kernel has taken every accepted byte, or at the first error.
-    fn pump(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        loop {
-            if let Some(send) = &mut self.inflight {
-                let (res, slice) = match Pin::new(send).poll(cx) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(out) => out,
-                };
-                self.inflight = None;
-                self.inflight_len = 0;
-                let (begin, end) = (slice.begin(), slice.begin() + slice.bytes_init());
-                let buf = slice.into_inner();
-                match res {
-                    Ok(n) if n > 0 && begin + n < end => self.start(buf, begin + n, end),
-                    Ok(n) if n > 0 => self.recycle(buf),
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => self.start(buf, begin, end),
-                    Ok(_) => {
-                        return Poll::Ready(Err(self.fail(io::Error::new(
-                            io::ErrorKind::WriteZero,
-                            "the socket took no bytes",
-                        ))))
-                    }
-                    Err(e) => return Poll::Ready(Err(self.fail(e))),
-                }
-            } else if !self.gather.is_empty() {
-                let buf = std::mem::replace(&mut self.gather, std::mem::take(&mut self.spare));
-                let len = buf.len();
-                self.start(buf, 0, len);
-            } else {
-                return Poll::Ready(Ok(()));
-            }
-        }
-    }
-
-    /// Puts `buf[begin..end]` in flight (submitted at its first poll, in `pump`).
-    fn start(&mut self, buf: Vec<u8>, begin: usize, end: usize) {
-        self.inflight_len = end - begin;
-        self.inflight = Some(self.socket.send(Slice::new(buf, begin, end)));
-    }
-
-    fn recycle(&mut self, mut buf: Vec<u8>) {
-        if buf.capacity() <= KEEP_CAPACITY && self.spare.capacity() == 0 {
-            buf.clear();
-            self.spare = buf;
-        }
+        // Nobody is to be woken: if the send must wait, the linger task polls again.
+        let nobody = Waker::from(Arc::new(Nobody));
+        self.submit(&mut Context::from_waker(&nobody)).is_pending()
     }
 
     fn fail(&mut self, e: io::Error) -> io::Error {
         self.failed = Some(Failure::of(&e));
         self.gather = Vec::new();
-        self.spare = Vec::new();
         e
     }
 }
 
-/// What [`Outbox::kick`] asks the stream to do.
-pub(crate) enum Kick {
-    None,
-    Spawn,
-    Wake(Waker),
+/// A waker that wakes nobody (`Waker::noop` is newer than this crate's MSRV).
+struct Nobody;
+
+impl Wake for Nobody {
+    fn wake(self: Arc<Self>) {}
 }
 
-fn set_waker(slot: &mut Option<Waker>, waker: &Waker) {
-    match slot {
-        Some(w) if w.will_wake(waker) => {}
-        _ => *slot = Some(waker.clone()),
+/// Starts the linger task of a dropped stream whose last bytes wait behind a send in
+/// flight: it hands them over when that send ends, then lets the socket go (the runtime
+/// closes it after the last send).
+pub(crate) fn spawn_linger<S: StreamSocket>(link: Link<S>) {
+    if ringway::runtime::Handle::try_current().is_none() {
+        tracing::debug!("a stream dropped outside its runtime lost its last unsent bytes");
+        return;
     }
-}
-
-/// Starts the send task of `link` on the current core.
-pub(crate) fn spawn_send_task<S: StreamSocket>(link: &Link<S>) {
-    ringway::spawn(SendTask {
-        link: link.clone(),
-        linger: None,
+    ringway::spawn(Linger {
+        link,
+        deadline: None,
     })
     .detach();
 }
 
-/// The send task: runs whenever bytes were gathered with no send in flight, and at each
-/// send's completion; ends when its stream is gone and everything is sent (or failed,
-/// or the linger time ran out). Holding the link, it keeps the socket open until then.
-struct SendTask<S> {
+/// See [`spawn_linger`]. Holding the link, it keeps the socket open until it ends.
+struct Linger<S> {
     link: Link<S>,
-    linger: Option<ringway::time::Sleep>,
+    deadline: Option<ringway::time::Sleep>,
 }
 
-impl<S: StreamSocket> Future for SendTask<S> {
+impl<S: StreamSocket> Future for Linger<S> {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = &mut *self;
-        // The stream's owner may hold the socket (`get_ref`) across an await: try again
-        // on the next turn rather than wait on it.
+        // Nobody else borrows the outbox once the stream is gone, but if someone
+        // did, try again on the next turn rather than wait on it.
         let Ok(mut outbox) = this.link.try_borrow_mut() else {
             cx.waker().wake_by_ref();
             return Poll::Pending;
         };
-        set_waker(&mut outbox.task, cx.waker());
-        let done = outbox.pump(cx).is_ready();
-        if let Some(w) = outbox.writer.take() {
-            // Room again, or everything sent (shutdown), or an error to report.
-            if done || outbox.gather.len() < MAX_GATHER {
-                w.wake();
-            } else {
-                outbox.writer = Some(w);
-            }
-        }
-        if !outbox.closed {
-            return Poll::Pending;
-        }
-        if done {
+        if outbox.submit(cx).is_ready() {
+            // Handed over (or failed): the runtime finishes the send, then closes.
             return Poll::Ready(());
         }
         drop(outbox);
-        let linger = this
-            .linger
+        let deadline = this
+            .deadline
             .get_or_insert_with(|| ringway::time::sleep(LINGER));
-        if Pin::new(linger).poll(cx).is_ready() {
+        if Pin::new(deadline).poll(cx).is_ready() {
             tracing::debug!("a dropped stream's last bytes were not taken in time; closing");
-            // Dropping the link cancels the send in flight and closes the socket.
             return Poll::Ready(());
         }
         Poll::Pending

@@ -237,9 +237,8 @@ async fn writes_to_a_closed_peer_report_the_error() {
     assert!(client.flush().await.is_err());
 }
 
-/// A burst of writes made within one poll goes out in one send, on both backends: the
-/// writes only gather; the stream's send task submits them together when it runs, later
-/// in the same loop turn.
+/// A burst of writes goes out in one send, on both backends: the writes only gather;
+/// the flush hands them to the kernel together, as one background send.
 #[ringway::test(both)]
 async fn a_burst_of_writes_costs_one_send() {
     let (a, b) = UnixStream::pair().unwrap();
@@ -256,17 +255,14 @@ async fn a_burst_of_writes_costs_one_send() {
         // Each write finishes at once (no await point suspends): one poll, 100 writes.
         a.write_all(&[i; 10]).await.unwrap();
     }
-    a.flush().await.unwrap();
-    assert_eq!(
-        driver_stats().submitted,
-        before,
-        "writes and flush only queue"
-    );
+    assert_eq!(driver_stats().submitted, before, "writes only gather");
     assert_eq!(a.write_pending(), 1000);
+    a.flush().await.unwrap();
+    assert_eq!(driver_stats().submitted - before, 1, "100 writes, one send");
     while a.write_pending() > 0 {
         ringway::runtime::yield_now().await;
     }
-    assert_eq!(driver_stats().submitted - before, 1, "100 writes, one send");
+    assert_eq!(driver_stats().submitted - before, 1, "and nothing else");
     a.shutdown().await.unwrap();
     let got = reader.await.unwrap();
     let expect: Vec<u8> = (0..100u8).flat_map(|i| [i; 10]).collect();
@@ -274,8 +270,9 @@ async fn a_burst_of_writes_costs_one_send() {
 }
 
 /// A stream dropped right after its writes (no flush, no shutdown) still delivers them:
-/// its send task finishes the job and then closes the socket, as the kernel does for a
-/// closed socket with unsent bytes.
+/// its last bytes are handed over at the drop (by a linger task, behind a send still in
+/// flight), and the socket closes after them, as the kernel does for a closed socket
+/// with unsent bytes.
 #[ringway::test(both)]
 async fn a_dropped_stream_still_delivers_what_it_accepted() {
     let (a, b) = UnixStream::pair().unwrap();
@@ -291,5 +288,5 @@ async fn a_dropped_stream_still_delivers_what_it_accepted() {
     writer.await.unwrap();
     assert_eq!(got.len(), expect.len());
     assert!(got == expect);
-    assert_eq!(ringway::runtime::task_count(), 0, "the send task ended");
+    assert_eq!(ringway::runtime::task_count(), 0, "the linger task ended");
 }
