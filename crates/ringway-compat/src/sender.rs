@@ -251,7 +251,7 @@ impl<S: StreamSocket> Outbox<S> {
     /// what the poll wrote to the kernel, or, with a send still in flight, has `cx`
     /// woken when it ends. An error is kept for the stream's next write or flush.
     pub(crate) fn poll_owner(&mut self, cx: &mut Context<'_>) {
-        if !self.closed {
+        if !self.closed && !self.gather.is_empty() {
             let _ = self.submit(cx);
         }
     }
@@ -264,15 +264,20 @@ impl<S: StreamSocket> Outbox<S> {
         if let Some(f) = &self.failed {
             return Poll::Ready(Err(f.error()));
         }
-        if self.gather.is_empty() && self.busy() {
-            return Poll::Ready(Ok(()));
-        }
-        // Waits for the send in flight, if any; reports how the last one ended.
-        if let Err(e) = std::task::ready!(Pin::new(&mut self.socket.flush()).poll(cx)) {
-            return Poll::Ready(Err(self.fail(e)));
-        }
         if self.gather.is_empty() {
-            return Poll::Ready(Ok(()));
+            if self.busy() {
+                return Poll::Ready(Ok(()));
+            }
+            // Nothing to send: only how the last send ended.
+            return Pin::new(&mut self.socket.flush())
+                .poll(cx)
+                .map_err(|e| self.fail(e));
+        }
+        if self.busy() {
+            // Wait for the send in flight (`cx` is woken when it ends).
+            if let Err(e) = std::task::ready!(Pin::new(&mut self.socket.flush()).poll(cx)) {
+                return Poll::Ready(Err(self.fail(e)));
+            }
         }
         let bytes = std::mem::replace(&mut self.gather, self.sending.spare.take());
         self.sending.len.set(bytes.len());
@@ -280,8 +285,9 @@ impl<S: StreamSocket> Outbox<S> {
             bytes,
             sending: self.sending.clone(),
         };
-        // Nothing is in flight (just checked, and nothing ran since), so the send starts
-        // on this poll, and the future, done, holds nothing: the driver has the buffer.
+        // Nothing is in flight (our buffer would still be out), so the send starts on
+        // this poll (or reports how the last one failed), and the future, done, holds
+        // nothing: the driver has the buffer.
         match Pin::new(&mut self.socket.send_all(buf)).poll(cx) {
             Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
             Poll::Ready(Err(e)) => Poll::Ready(Err(self.fail(e))),

@@ -424,8 +424,18 @@ async fn serve_connection<C: GracefulConnection, S: StreamSocket>(
 ) {
     let mut conn = pin!(conn);
     let mut finishing = false;
+    let mut registered = false;
     let r = poll_fn(|cx| {
-        match guard.ask(cx) {
+        // This task's waker does not change, and the drain keeps it until it asks
+        // something else (then takes it): while serving, registering once is enough.
+        let ask = match guard.current() {
+            Ask::Serve if registered => Ask::Serve,
+            _ => {
+                registered = true;
+                guard.ask(cx)
+            }
+        };
+        match ask {
             Ask::Serve => {}
             Ask::Finish if !finishing => {
                 finishing = true;
