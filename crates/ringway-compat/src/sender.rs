@@ -11,9 +11,10 @@
 //! write in steady state.
 //!
 //! When the buffer is handed over:
-//! - by `poll_flush`, for a plain tokio or hyper user: ready once the bytes are the
-//!   kernel's, or pending while an earlier send is still in flight (at most one per
-//!   socket, so that two never reorder); what was written meanwhile goes in the next;
+//! - by `poll_flush`, for a plain tokio or hyper user, at once; or, while an earlier
+//!   send is still in flight (at most one per socket, so that two never reorder), by
+//!   a small helper task when that send ends: `poll_flush` is ready anyway, and every
+//!   flush made meanwhile (a codec flushing each frame) goes in that one next send;
 //! - by the owner of the connection, at the end of each poll of it, once
 //!   [`Outbox::defer_to_owner`] was called (the server does this for hyper's
 //!   connections): `poll_flush` is then ready at once, and every response written in
@@ -27,9 +28,13 @@
 //! `poll_shutdown` waits until the kernel has taken every byte, then shuts the write
 //! direction. A write future dropped at any point loses nothing that `poll_write`
 //! reported as written. A stream dropped with bytes not yet handed over hands them over
-//! itself, or, if a send is still in flight, leaves them to a small linger task that
-//! does (for at most [`LINGER`]); the runtime closes the socket once the last send has
-//! ended, as closing a kernel socket with unsent bytes does.
+//! itself, or, if a send is still in flight, leaves them to the helper task, which
+//! waits for it at most [`LINGER`]; the runtime closes the socket once the last send
+//! has ended, as closing a kernel socket with unsent bytes does.
+//!
+//! Who waits for the send in flight is told by its buffer ([`OutBuf`]'s drop wakes the
+//! stream's task and the helper), never through the runtime's single waiter slot, so
+//! the two never take each other's place.
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -48,7 +53,7 @@ use crate::socket::StreamSocket;
 /// How many bytes may wait behind a send in flight before writes wait (backpressure).
 pub(crate) const MAX_GATHER: usize = 256 * 1024;
 
-/// How long the linger task of a dropped stream waits for the send in flight before it
+/// How long the helper task of a dropped stream waits for the send in flight before it
 /// gives up on the bytes behind it and lets the socket close.
 pub(crate) const LINGER: Duration = Duration::from_secs(30);
 
@@ -57,7 +62,7 @@ pub(crate) const LINGER: Duration = Duration::from_secs(30);
 const KEEP_CAPACITY: usize = 64 * 1024;
 
 /// The socket and its outgoing bytes, shared by the stream, the connection's owner (the
-/// server) and, after the stream is dropped, its linger task.
+/// server) and the stream's helper task while it runs.
 pub(crate) type Link<S> = Rc<RefCell<Outbox<S>>>;
 
 /// Bytes accepted for sending and what became of the last send.
@@ -75,8 +80,10 @@ pub(crate) struct Outbox<S> {
     /// The connection's owner hands the bytes over after each poll (`poll_flush` does
     /// not).
     deferred: bool,
-    /// The stream was dropped: only its linger task (if any) acts from now on.
+    /// The stream was dropped: only its helper task (if any) acts from now on.
     closed: bool,
+    /// The helper task runs (see [`spawn_helper`]).
+    helper: bool,
 }
 
 /// The background send in flight, shared by the outbox and the buffer the driver holds:
@@ -87,6 +94,32 @@ struct Sending {
     len: Cell<usize>,
     /// The buffer of the last finished send, emptied, for the next gather.
     spare: Cell<Vec<u8>>,
+    /// Woken when the send in flight ends: the stream's (or its owner's) task, and the
+    /// helper task.
+    writer: Cell<Option<Waker>>,
+    helper: Cell<Option<Waker>>,
+}
+
+/// Which of [`Sending`]'s waiters a poll registers as.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Waiter {
+    Writer,
+    Helper,
+}
+
+impl Sending {
+    /// Has `waker` woken when the send in flight ends.
+    fn wait(&self, who: Waiter, waker: &Waker) {
+        let slot = match who {
+            Waiter::Writer => &self.writer,
+            Waiter::Helper => &self.helper,
+        };
+        let w = match slot.take() {
+            Some(w) if w.will_wake(waker) => w,
+            _ => waker.clone(),
+        };
+        slot.set(Some(w));
+    }
 }
 
 /// The output buffer of one background send. The driver drops it when the kernel has
@@ -120,6 +153,12 @@ impl Drop for OutBuf {
             bytes.clear();
             // Whatever was there (nothing, in steady state) is dropped.
             drop(self.sending.spare.replace(bytes));
+        }
+        if let Some(w) = self.sending.writer.take() {
+            w.wake();
+        }
+        if let Some(w) = self.sending.helper.take() {
+            w.wake();
         }
     }
 }
@@ -159,6 +198,7 @@ impl<S: StreamSocket> Outbox<S> {
             shut: false,
             deferred: false,
             closed: false,
+            helper: false,
         }
     }
 
@@ -200,7 +240,7 @@ impl<S: StreamSocket> Outbox<S> {
         self.check()?;
         if self.gather.len() >= MAX_GATHER {
             // Full: hand it over (after the send in flight, if one is).
-            std::task::ready!(self.submit(cx))?;
+            std::task::ready!(self.submit(cx, Waiter::Writer))?;
         }
         let room = MAX_GATHER - self.gather.len();
         let mut taken = 0;
@@ -215,13 +255,24 @@ impl<S: StreamSocket> Outbox<S> {
         Poll::Ready(Ok(taken))
     }
 
-    /// Hands the gathered bytes to the kernel (pending while an earlier send is in
-    /// flight), unless the connection's owner does that after its poll.
-    pub(crate) fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    /// Hands the gathered bytes to the kernel, unless the connection's owner does that
+    /// after its poll. `NeedsHelper` if a send is in flight: the caller starts the
+    /// helper task, which hands them over when it ends.
+    pub(crate) fn poll_flush(&mut self, cx: &mut Context<'_>) -> Flushed {
         if self.deferred {
-            return Poll::Ready(self.check());
+            return Flushed::Done(self.check());
         }
-        self.submit(cx)
+        if self.busy() && !self.gather.is_empty() && self.failed.is_none() {
+            if self.helper {
+                return Flushed::Done(Ok(()));
+            }
+            self.helper = true;
+            return Flushed::NeedsHelper;
+        }
+        match self.submit(cx, Waiter::Writer) {
+            Poll::Ready(r) => Flushed::Done(r),
+            Poll::Pending => unreachable!("a submit with no send in flight waited"),
+        }
     }
 
     /// Waits until the kernel has taken every byte, then shuts the write direction.
@@ -229,12 +280,13 @@ impl<S: StreamSocket> Outbox<S> {
         if self.shut {
             return Poll::Ready(Ok(()));
         }
-        std::task::ready!(self.submit(cx))?;
+        std::task::ready!(self.submit(cx, Waiter::Writer))?;
         if self.busy() {
-            if let Err(e) = std::task::ready!(Pin::new(&mut self.socket.flush()).poll(cx)) {
-                return Poll::Ready(Err(self.fail(e)));
-            }
+            self.sending.wait(Waiter::Writer, cx.waker());
+            return Poll::Pending;
         }
+        // How the last send ended.
+        std::task::ready!(self.submit(cx, Waiter::Writer))?;
         match self.socket.shutdown_write() {
             Ok(()) => {}
             // The peer is already gone: there is nothing left to shut.
@@ -252,15 +304,15 @@ impl<S: StreamSocket> Outbox<S> {
     /// woken when it ends. An error is kept for the stream's next write or flush.
     pub(crate) fn poll_owner(&mut self, cx: &mut Context<'_>) {
         if !self.closed && !self.gather.is_empty() {
-            let _ = self.submit(cx);
+            let _ = self.submit(cx, Waiter::Writer);
         }
     }
 
     /// Hands the gathered bytes to the kernel as one background send. Pending (with
-    /// `cx` woken at its end) while the previous send is in flight. Ready with nothing
-    /// to do once every accepted byte is the kernel's; with the stream's error if a send
-    /// failed.
-    fn submit(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    /// `cx` woken, as `who`, at its end) while the previous send is in flight. Ready
+    /// with nothing to do once every accepted byte is the kernel's; with the stream's
+    /// error if a send failed.
+    fn submit(&mut self, cx: &mut Context<'_>, who: Waiter) -> Poll<io::Result<()>> {
         if let Some(f) = &self.failed {
             return Poll::Ready(Err(f.error()));
         }
@@ -268,16 +320,16 @@ impl<S: StreamSocket> Outbox<S> {
             if self.busy() {
                 return Poll::Ready(Ok(()));
             }
-            // Nothing to send: only how the last send ended.
+            // Nothing to send: only how the last send ended (nothing is in flight, so
+            // this does not wait).
             return Pin::new(&mut self.socket.flush())
                 .poll(cx)
                 .map_err(|e| self.fail(e));
         }
         if self.busy() {
-            // Wait for the send in flight (`cx` is woken when it ends).
-            if let Err(e) = std::task::ready!(Pin::new(&mut self.socket.flush()).poll(cx)) {
-                return Poll::Ready(Err(self.fail(e)));
-            }
+            // After the send in flight: its buffer wakes `cx` when it is done.
+            self.sending.wait(who, cx.waker());
+            return Poll::Pending;
         }
         let bytes = std::mem::replace(&mut self.gather, self.sending.spare.take());
         self.sending.len.set(bytes.len());
@@ -295,16 +347,22 @@ impl<S: StreamSocket> Outbox<S> {
         }
     }
 
-    /// Called by the stream's drop: hands over what is gathered, or returns the link's
-    /// linger work if a send is still in flight.
+    /// Called by the stream's drop: hands over what is gathered, or, if a send is still
+    /// in flight, says to start the helper task (unless it runs already).
     pub(crate) fn close(&mut self) -> bool {
         self.closed = true;
         if self.gather.is_empty() || self.failed.is_some() || self.shut {
             return false;
         }
-        // Nobody is to be woken: if the send must wait, the linger task polls again.
+        if self.busy() {
+            let start = !self.helper;
+            self.helper = true;
+            return start;
+        }
+        // Nothing is in flight: the send starts now and nobody waits for it.
         let nobody = Waker::from(Arc::new(Nobody));
-        self.submit(&mut Context::from_waker(&nobody)).is_pending()
+        let _ = self.submit(&mut Context::from_waker(&nobody), Waiter::Writer);
+        false
     }
 
     fn fail(&mut self, e: io::Error) -> io::Error {
@@ -314,6 +372,12 @@ impl<S: StreamSocket> Outbox<S> {
     }
 }
 
+/// What [`Outbox::poll_flush`] asks of the stream.
+pub(crate) enum Flushed {
+    Done(io::Result<()>),
+    NeedsHelper,
+}
+
 /// A waker that wakes nobody (`Waker::noop` is newer than this crate's MSRV).
 struct Nobody;
 
@@ -321,41 +385,49 @@ impl Wake for Nobody {
     fn wake(self: Arc<Self>) {}
 }
 
-/// Starts the linger task of a dropped stream whose last bytes wait behind a send in
-/// flight: it hands them over when that send ends, then lets the socket go (the runtime
-/// closes it after the last send).
-pub(crate) fn spawn_linger<S: StreamSocket>(link: Link<S>) {
+/// Starts the helper task of `link`, whose gathered bytes wait behind a send in flight:
+/// it hands them over when that send ends, then finishes. For a dropped stream it is
+/// the last holder of the socket (the runtime closes it after the last send), and waits
+/// for the send in flight at most [`LINGER`].
+pub(crate) fn spawn_helper<S: StreamSocket>(link: Link<S>) {
     if ringway::runtime::Handle::try_current().is_none() {
-        tracing::debug!("a stream dropped outside its runtime lost its last unsent bytes");
+        tracing::debug!("a stream used outside its runtime lost its last unsent bytes");
+        if let Ok(mut outbox) = link.try_borrow_mut() {
+            outbox.helper = false;
+        }
         return;
     }
-    ringway::spawn(Linger {
+    ringway::spawn(Helper {
         link,
         deadline: None,
     })
     .detach();
 }
 
-/// See [`spawn_linger`]. Holding the link, it keeps the socket open until it ends.
-struct Linger<S> {
+/// See [`spawn_helper`].
+struct Helper<S> {
     link: Link<S>,
     deadline: Option<ringway::time::Sleep>,
 }
 
-impl<S: StreamSocket> Future for Linger<S> {
+impl<S: StreamSocket> Future for Helper<S> {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = &mut *self;
-        // Nobody else borrows the outbox once the stream is gone, but if someone
-        // did, try again on the next turn rather than wait on it.
+        // The stream's owner may hold the socket (`get_ref`) across an await: try again
+        // on the next turn rather than wait on it.
         let Ok(mut outbox) = this.link.try_borrow_mut() else {
             cx.waker().wake_by_ref();
             return Poll::Pending;
         };
-        if outbox.submit(cx).is_ready() {
-            // Handed over (or failed): the runtime finishes the send, then closes.
+        if outbox.submit(cx, Waiter::Helper).is_ready() {
+            // Handed over (or failed, or someone else did): the runtime finishes it.
+            outbox.helper = false;
             return Poll::Ready(());
+        }
+        if !outbox.closed {
+            return Poll::Pending;
         }
         drop(outbox);
         let deadline = this
@@ -363,6 +435,7 @@ impl<S: StreamSocket> Future for Linger<S> {
             .get_or_insert_with(|| ringway::time::sleep(LINGER));
         if Pin::new(deadline).poll(cx).is_ready() {
             tracing::debug!("a dropped stream's last bytes were not taken in time; closing");
+            this.link.borrow_mut().helper = false;
             return Poll::Ready(());
         }
         Poll::Pending

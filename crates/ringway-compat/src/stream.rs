@@ -12,7 +12,7 @@ use ringway::net::{TcpStream, UnixStream};
 use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::receiver::Receiver;
-use crate::sender::{spawn_linger, Link, Outbox};
+use crate::sender::{spawn_helper, Flushed, Link, Outbox};
 use crate::socket::StreamSocket;
 
 /// A ringway [`TcpStream`] or [`UnixStream`] with tokio's `AsyncRead`, `AsyncWrite` and
@@ -117,7 +117,14 @@ impl<S: StreamSocket> CompatStream<S> {
     }
 
     pub(crate) fn poll_flush_inner(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.link.borrow_mut().poll_flush(cx)
+        let flushed = self.link.borrow_mut().poll_flush(cx);
+        match flushed {
+            Flushed::Done(r) => Poll::Ready(r),
+            Flushed::NeedsHelper => {
+                spawn_helper(self.link.clone());
+                Poll::Ready(Ok(()))
+            }
+        }
     }
 
     pub(crate) fn poll_shutdown_inner(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -151,9 +158,9 @@ impl<S: StreamSocket + fmt::Debug> fmt::Debug for CompatStream<S> {
 impl<S: StreamSocket> Drop for CompatStream<S> {
     fn drop(&mut self) {
         // What is gathered goes now, or after the send in flight (the linger task).
-        let linger = self.link.borrow_mut().close();
-        if linger {
-            spawn_linger(self.link.clone());
+        let helper = self.link.borrow_mut().close();
+        if helper {
+            spawn_helper(self.link.clone());
         }
     }
 }

@@ -3,6 +3,7 @@
 //! buffer, vectored writes, shutdown and end of stream, and the count of sends a burst
 //! of writes costs.
 
+use std::future::Future;
 use std::io::IoSlice;
 use std::net::SocketAddr;
 
@@ -267,6 +268,64 @@ async fn a_burst_of_writes_costs_one_send() {
     let got = reader.await.unwrap();
     let expect: Vec<u8> = (0..100u8).flat_map(|i| [i; 10]).collect();
     assert_eq!(got, expect);
+}
+
+/// Flushes made while a send is in flight (a codec flushing every frame) do not wait
+/// for it: each is ready at once, and on io_uring (where the first send is still in
+/// flight) everything they flushed goes in one next send, handed over by the stream's
+/// helper task; on epoll each send goes at once. Every byte arrives, in order.
+#[ringway::test(both)]
+async fn flushes_behind_a_send_in_flight_do_not_wait_and_go_together() {
+    let (a, b) = UnixStream::pair().unwrap();
+    let (mut a, mut b) = (CompatStream::new(a), CompatStream::new(b));
+    let reader = ringway::spawn(async move {
+        let mut got = Vec::new();
+        b.read_to_end(&mut got).await.unwrap();
+        got
+    });
+    ringway::runtime::yield_now().await;
+    let before = driver_stats().submitted;
+    let waker = std::task::Waker::from(std::sync::Arc::new(NoWake));
+    let mut cx = std::task::Context::from_waker(&waker);
+    for i in 0..50u8 {
+        let frame = [i; 10];
+        let mut write = std::pin::pin!(a.write_all(&frame));
+        assert!(
+            write.as_mut().poll(&mut cx).is_ready(),
+            "a write never waits here"
+        );
+        let mut flush = std::pin::pin!(a.flush());
+        match flush.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(r) => r.unwrap(),
+            std::task::Poll::Pending => panic!("flush {i} waited for the send in flight"),
+        }
+    }
+    if ringway::runtime::current_backend().kind == ringway::Backend::Uring {
+        assert_eq!(
+            driver_stats().submitted - before,
+            1,
+            "only the first send went"
+        );
+        while a.write_pending() > 0 {
+            ringway::runtime::yield_now().await;
+        }
+        assert_eq!(
+            driver_stats().submitted - before,
+            2,
+            "the other 49 went together"
+        );
+    }
+    a.shutdown().await.unwrap();
+    let got = reader.await.unwrap();
+    let expect: Vec<u8> = (0..50u8).flat_map(|i| [i; 10]).collect();
+    assert_eq!(got, expect);
+    assert_eq!(ringway::runtime::task_count(), 0, "the helper task ended");
+}
+
+struct NoWake;
+
+impl std::task::Wake for NoWake {
+    fn wake(self: std::sync::Arc<Self>) {}
 }
 
 /// A stream dropped right after its writes (no flush, no shutdown) still delivers them:
