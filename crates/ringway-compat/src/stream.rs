@@ -27,16 +27,17 @@ use crate::socket::StreamSocket;
 ///   whole as one background send (the runtime's `send_all`: the driver owns the send
 ///   until the kernel has taken every byte, and wakes nobody when it has), so every
 ///   write before a flush goes in one send. One send per socket is in flight at a time:
-///   a flush while one is waits for it (under [`Server`](crate::Server), the server
-///   hands the bytes over after each poll of the connection instead, and
-///   `poll_flush` is ready at once). `poll_shutdown` waits until the kernel has every
-///   byte, then shuts the write direction. A send error is reported by every later
-///   write, flush and shutdown. Vectored writes gather the same way.
+///   a flush while one is does not wait; a small helper task hands over everything
+///   flushed meanwhile, in one send, when it ends. Under [`Server`](crate::Server) the
+///   server hands the bytes over after each poll of the connection instead (every
+///   response of the poll in one send, no task). `poll_shutdown` waits until the kernel
+///   has every byte, then shuts the write direction. A send error is reported by every
+///   later write, flush and shutdown. Vectored writes gather the same way.
 /// - **Cancellation**: all I/O state belongs to the stream, not to the futures that
 ///   poll it, so dropping a read or write future at any point loses no byte (reads
 ///   resume where they stopped, bytes a write accepted are still sent). Dropping the
 ///   stream cancels its receive (every pool buffer goes back); bytes already accepted
-///   are still delivered (those behind a send in flight by a small linger task, which
+///   are still delivered (those behind a send in flight by the helper task, which
 ///   waits for it at most 30 s) before the socket closes.
 /// - **Backpressure**: writes wait once 256 KiB are gathered behind a send in flight.
 ///
@@ -67,7 +68,8 @@ use crate::socket::StreamSocket;
 /// ```
 pub struct CompatStream<S: StreamSocket> {
     receiver: Receiver,
-    /// The socket and the outgoing bytes, shared with the send task.
+    /// The socket and the outgoing bytes, shared with the server (which hands them
+    /// over after each poll of the connection) and the helper task.
     link: Link<S>,
 }
 
@@ -157,7 +159,7 @@ impl<S: StreamSocket + fmt::Debug> fmt::Debug for CompatStream<S> {
 
 impl<S: StreamSocket> Drop for CompatStream<S> {
     fn drop(&mut self) {
-        // What is gathered goes now, or after the send in flight (the linger task).
+        // What is gathered goes now, or after the send in flight (the helper task).
         let helper = self.link.borrow_mut().close();
         if helper {
             spawn_helper(self.link.clone());

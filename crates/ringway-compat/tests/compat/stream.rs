@@ -329,7 +329,7 @@ impl std::task::Wake for NoWake {
 }
 
 /// A stream dropped right after its writes (no flush, no shutdown) still delivers them:
-/// its last bytes are handed over at the drop (by a linger task, behind a send still in
+/// its last bytes are handed over at the drop (by the helper task, behind a send still in
 /// flight), and the socket closes after them, as the kernel does for a closed socket
 /// with unsent bytes.
 #[ringway::test(both)]
@@ -347,5 +347,5 @@ async fn a_dropped_stream_still_delivers_what_it_accepted() {
     writer.await.unwrap();
     assert_eq!(got.len(), expect.len());
     assert!(got == expect);
-    assert_eq!(ringway::runtime::task_count(), 0, "the linger task ended");
+    assert_eq!(ringway::runtime::task_count(), 0, "the helper task ended");
 }
