@@ -11,10 +11,14 @@
 //! write in steady state.
 //!
 //! When the buffer is handed over:
-//! - by `poll_flush`, for a plain tokio or hyper user, at once; or, while an earlier
-//!   send is still in flight (at most one per socket, so that two never reorder), by
-//!   a small helper task when that send ends: `poll_flush` is ready anyway, and every
-//!   flush made meanwhile (a codec flushing each frame) goes in that one next send;
+//! - for a plain tokio or hyper user, by `poll_flush`, at once; or by the stream's
+//!   helper task (a small task, spawned at the first write, parked while there is
+//!   nothing to do), which a write that finds the buffer empty wakes: it runs later in
+//!   the same loop turn, so bytes go out even if nobody flushes (as on a kernel
+//!   socket), and, while an earlier send is in flight (at most one per socket, so that
+//!   two never reorder), it sends what was written meanwhile when that send ends:
+//!   `poll_flush` does not wait for it, and every flush made meanwhile (a codec
+//!   flushing each frame) goes in that one next send;
 //! - by the owner of the connection, at the end of each poll of it, once
 //!   [`Outbox::defer_to_owner`] was called (the server does this for hyper's
 //!   connections): `poll_flush` is then ready at once, and every response written in
@@ -82,8 +86,12 @@ pub(crate) struct Outbox<S> {
     deferred: bool,
     /// The stream was dropped: only its helper task (if any) acts from now on.
     closed: bool,
-    /// The helper task runs (see [`spawn_helper`]).
+    /// The helper task exists (see [`spawn_helper`]).
     helper: bool,
+    /// Its waker while it is parked with nothing to do.
+    helper_parked: Option<Waker>,
+    /// The stream must spawn the helper task (see [`Outbox::take_spawn`]).
+    spawn: bool,
 }
 
 /// The background send in flight, shared by the outbox and the buffer the driver holds:
@@ -199,6 +207,24 @@ impl<S: StreamSocket> Outbox<S> {
             deferred: false,
             closed: false,
             helper: false,
+            helper_parked: None,
+            spawn: false,
+        }
+    }
+
+    /// Whether the helper task must be spawned now (by the stream, which holds the
+    /// link); asked after every call that may need it.
+    pub(crate) fn take_spawn(&mut self) -> bool {
+        std::mem::take(&mut self.spawn)
+    }
+
+    /// Has the helper task run: wakes it if parked, or asks for it to be spawned.
+    fn poke_helper(&mut self) {
+        if !self.helper {
+            self.helper = true;
+            self.spawn = true;
+        } else if let Some(w) = self.helper_parked.take() {
+            w.wake();
         }
     }
 
@@ -243,6 +269,11 @@ impl<S: StreamSocket> Outbox<S> {
             std::task::ready!(self.submit(cx, Waiter::Writer))?;
         }
         let room = MAX_GATHER - self.gather.len();
+        if self.gather.is_empty() && !self.deferred && bufs.iter().any(|b| !b.is_empty()) {
+            // Bytes to move: the helper sends them later in this turn unless a flush
+            // does first.
+            self.poke_helper();
+        }
         let mut taken = 0;
         for b in bufs {
             let n = b.len().min(room - taken);
@@ -256,23 +287,13 @@ impl<S: StreamSocket> Outbox<S> {
     }
 
     /// Hands the gathered bytes to the kernel, unless the connection's owner does that
-    /// after its poll. `NeedsHelper` if a send is in flight: the caller starts the
-    /// helper task, which hands them over when it ends.
-    pub(crate) fn poll_flush(&mut self, cx: &mut Context<'_>) -> Flushed {
-        if self.deferred {
-            return Flushed::Done(self.check());
+    /// after its poll. Ready at once: with a send in flight, the helper task (woken by
+    /// the write that gathered them) hands them over when it ends.
+    pub(crate) fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.deferred || (self.busy() && !self.gather.is_empty() && self.failed.is_none()) {
+            return Poll::Ready(self.check());
         }
-        if self.busy() && !self.gather.is_empty() && self.failed.is_none() {
-            if self.helper {
-                return Flushed::Done(Ok(()));
-            }
-            self.helper = true;
-            return Flushed::NeedsHelper;
-        }
-        match self.submit(cx, Waiter::Writer) {
-            Poll::Ready(r) => Flushed::Done(r),
-            Poll::Pending => unreachable!("a submit with no send in flight waited"),
-        }
+        self.submit(cx, Waiter::Writer)
     }
 
     /// Waits until the kernel has taken every byte, then shuts the write direction.
@@ -347,22 +368,27 @@ impl<S: StreamSocket> Outbox<S> {
         }
     }
 
-    /// Called by the stream's drop: hands over what is gathered, or, if a send is still
-    /// in flight, says to start the helper task (unless it runs already).
-    pub(crate) fn close(&mut self) -> bool {
+    /// Called by the stream's drop: hands over what is gathered now, or leaves it to the
+    /// helper task (woken to finish, or spawned if a send is in flight).
+    pub(crate) fn close(&mut self) {
         self.closed = true;
+        if self.helper {
+            // It hands over what is left, then ends.
+            if let Some(w) = self.helper_parked.take() {
+                w.wake();
+            }
+            return;
+        }
         if self.gather.is_empty() || self.failed.is_some() || self.shut {
-            return false;
+            return;
         }
         if self.busy() {
-            let start = !self.helper;
-            self.helper = true;
-            return start;
+            self.poke_helper();
+            return;
         }
         // Nothing is in flight: the send starts now and nobody waits for it.
         let nobody = Waker::from(Arc::new(Nobody));
         let _ = self.submit(&mut Context::from_waker(&nobody), Waiter::Writer);
-        false
     }
 
     fn fail(&mut self, e: io::Error) -> io::Error {
@@ -372,12 +398,6 @@ impl<S: StreamSocket> Outbox<S> {
     }
 }
 
-/// What [`Outbox::poll_flush`] asks of the stream.
-pub(crate) enum Flushed {
-    Done(io::Result<()>),
-    NeedsHelper,
-}
-
 /// A waker that wakes nobody (`Waker::noop` is newer than this crate's MSRV).
 struct Nobody;
 
@@ -385,13 +405,15 @@ impl Wake for Nobody {
     fn wake(self: Arc<Self>) {}
 }
 
-/// Starts the helper task of `link`, whose gathered bytes wait behind a send in flight:
-/// it hands them over when that send ends, then finishes. For a dropped stream it is
-/// the last holder of the socket (the runtime closes it after the last send), and waits
-/// for the send in flight at most [`LINGER`].
+/// Starts the helper task of `link`: whenever woken (by a write that found the buffer
+/// empty, by the end of a send it waits for, by the stream's drop), it hands the
+/// gathered bytes over, waiting for the send in flight if there is one, then parks. It
+/// ends once the stream is dropped and everything is handed over; for a dropped stream
+/// it waits for the send in flight at most [`LINGER`]. It holds the link, so the socket
+/// closes (after the last send) when it ends.
 pub(crate) fn spawn_helper<S: StreamSocket>(link: Link<S>) {
     if ringway::runtime::Handle::try_current().is_none() {
-        tracing::debug!("a stream used outside its runtime lost its last unsent bytes");
+        tracing::debug!("a stream used outside its runtime cannot send");
         if let Ok(mut outbox) = link.try_borrow_mut() {
             outbox.helper = false;
         }
@@ -422,10 +444,19 @@ impl<S: StreamSocket> Future for Helper<S> {
             return Poll::Pending;
         };
         if outbox.submit(cx, Waiter::Helper).is_ready() {
-            // Handed over (or failed, or someone else did): the runtime finishes it.
-            outbox.helper = false;
-            return Poll::Ready(());
+            // Handed over (or failed): the runtime finishes the send.
+            if outbox.closed {
+                outbox.helper = false;
+                return Poll::Ready(());
+            }
+            // Parked until a write finds the buffer empty again.
+            match &outbox.helper_parked {
+                Some(w) if w.will_wake(cx.waker()) => {}
+                _ => outbox.helper_parked = Some(cx.waker().clone()),
+            }
+            return Poll::Pending;
         }
+        // Waiting for the send in flight.
         if !outbox.closed {
             return Poll::Pending;
         }

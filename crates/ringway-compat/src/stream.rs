@@ -12,7 +12,7 @@ use ringway::net::{TcpStream, UnixStream};
 use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::receiver::Receiver;
-use crate::sender::{spawn_helper, Flushed, Link, Outbox};
+use crate::sender::{spawn_helper, Link, Outbox};
 use crate::socket::StreamSocket;
 
 /// A ringway [`TcpStream`] or [`UnixStream`] with tokio's `AsyncRead`, `AsyncWrite` and
@@ -26,9 +26,11 @@ use crate::socket::StreamSocket;
 /// - **Writes** are copied into an output buffer, which `poll_flush` hands to the kernel
 ///   whole as one background send (the runtime's `send_all`: the driver owns the send
 ///   until the kernel has taken every byte, and wakes nobody when it has), so every
-///   write before a flush goes in one send. One send per socket is in flight at a time:
-///   a flush while one is does not wait; a small helper task hands over everything
-///   flushed meanwhile, in one send, when it ends. Under [`Server`](crate::Server) the
+///   write before a flush goes in one send. Bytes nobody flushes go anyway, later in the
+///   same loop turn, sent by the stream's helper task (a small task spawned at the
+///   first write, parked when idle). One send per socket is in flight at a time: a
+///   flush while one is does not wait; the helper hands over everything written
+///   meanwhile, in one send, when it ends. Under [`Server`](crate::Server) the
 ///   server hands the bytes over after each poll of the connection instead (every
 ///   response of the poll in one send, no task). `poll_shutdown` waits until the kernel
 ///   has every byte, then shuts the write direction. A send error is reported by every
@@ -110,23 +112,28 @@ impl<S: StreamSocket> CompatStream<S> {
         self.link.clone()
     }
 
+    /// Runs `f` on the outbox, then spawns the helper task if `f` asked for it.
+    fn with_outbox<R>(&self, f: impl FnOnce(&mut Outbox<S>) -> R) -> R {
+        let mut outbox = self.link.borrow_mut();
+        let r = f(&mut outbox);
+        let spawn = outbox.take_spawn();
+        drop(outbox);
+        if spawn {
+            spawn_helper(self.link.clone());
+        }
+        r
+    }
+
     pub(crate) fn poll_write_bufs<B: Deref<Target = [u8]>>(
         &mut self,
         cx: &mut Context<'_>,
         bufs: &[B],
     ) -> Poll<io::Result<usize>> {
-        self.link.borrow_mut().poll_write(cx, bufs)
+        self.with_outbox(|o| o.poll_write(cx, bufs))
     }
 
     pub(crate) fn poll_flush_inner(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let flushed = self.link.borrow_mut().poll_flush(cx);
-        match flushed {
-            Flushed::Done(r) => Poll::Ready(r),
-            Flushed::NeedsHelper => {
-                spawn_helper(self.link.clone());
-                Poll::Ready(Ok(()))
-            }
-        }
+        self.link.borrow_mut().poll_flush(cx)
     }
 
     pub(crate) fn poll_shutdown_inner(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -160,10 +167,7 @@ impl<S: StreamSocket + fmt::Debug> fmt::Debug for CompatStream<S> {
 impl<S: StreamSocket> Drop for CompatStream<S> {
     fn drop(&mut self) {
         // What is gathered goes now, or after the send in flight (the helper task).
-        let helper = self.link.borrow_mut().close();
-        if helper {
-            spawn_helper(self.link.clone());
-        }
+        self.with_outbox(|o| o.close());
     }
 }
 

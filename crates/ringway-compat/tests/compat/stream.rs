@@ -273,7 +273,8 @@ async fn a_burst_of_writes_costs_one_send() {
 /// Flushes made while a send is in flight (a codec flushing every frame) do not wait
 /// for it: each is ready at once, and on io_uring (where the first send is still in
 /// flight) everything they flushed goes in one next send, handed over by the stream's
-/// helper task; on epoll each send goes at once. Every byte arrives, in order.
+/// helper task; on epoll each send goes at once. Every byte arrives, in order, and the
+/// helper ends with the stream.
 #[ringway::test(both)]
 async fn flushes_behind_a_send_in_flight_do_not_wait_and_go_together() {
     let (a, b) = UnixStream::pair().unwrap();
@@ -319,7 +320,24 @@ async fn flushes_behind_a_send_in_flight_do_not_wait_and_go_together() {
     let got = reader.await.unwrap();
     let expect: Vec<u8> = (0..50u8).flat_map(|i| [i; 10]).collect();
     assert_eq!(got, expect);
+    drop(a);
+    ringway::runtime::yield_now().await;
     assert_eq!(ringway::runtime::task_count(), 0, "the helper task ended");
+}
+
+/// Bytes written and never flushed still go out (as on a kernel socket): the stream's
+/// helper task sends them later in the same loop turn.
+#[ringway::test(both)]
+async fn unflushed_writes_are_sent_anyway() {
+    let (a, b) = UnixStream::pair().unwrap();
+    let (mut a, mut b) = (CompatStream::new(a), CompatStream::new(b));
+    a.write_all(b"ping").await.unwrap();
+    let mut got = [0u8; 4];
+    b.read_exact(&mut got).await.unwrap();
+    assert_eq!(&got, b"ping");
+    b.write_all(b"pong").await.unwrap();
+    a.read_exact(&mut got).await.unwrap();
+    assert_eq!(&got, b"pong");
 }
 
 struct NoWake;
