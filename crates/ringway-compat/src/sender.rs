@@ -364,7 +364,11 @@ impl<S: StreamSocket> Outbox<S> {
         match Pin::new(&mut self.socket.send_all(buf)).poll(cx) {
             Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
             Poll::Ready(Err(e)) => Poll::Ready(Err(self.fail(e))),
-            Poll::Pending => unreachable!("a background send waited with none in flight"),
+            // Only if the runtime dropped our buffer without ending its record of the
+            // send (its driver shutting down): the stream is broken, not the process.
+            Poll::Pending => Poll::Ready(Err(self.fail(io::Error::other(
+                "the runtime still has a send in flight on this socket",
+            )))),
         }
     }
 
