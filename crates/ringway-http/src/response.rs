@@ -336,7 +336,7 @@ pub(crate) fn push_u64(out: &mut Vec<u8>, n: u64) {
 
 /// Writes `n` in decimal at the start of `buf` (20 bytes hold any u64), two digits per
 /// step; returns how many bytes it took.
-fn put_dec(buf: &mut [u8], mut n: u64) -> usize {
+pub(crate) fn put_dec(buf: &mut [u8], mut n: u64) -> usize {
     const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
         2021222324252627282930313233343536373839404142434445464748495051525354555657585960\
         6162636465666768697071727374757677787980818283848586878889909192939495969798\
