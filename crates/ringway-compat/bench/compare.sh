@@ -12,6 +12,10 @@
 #
 # Usage: crates/ringway-compat/bench/compare.sh [SECONDS]      (default 5)
 #   env: PEERS="compat-uring compat-epoll tokio-ct tokio-mt1 ringway-http"
+#          (also bench-ringway, bench-tokio: ringway-bench's http-hyper-ringway and
+#          http-hyper, the suite's S5 hyper peers: pipeline_flush on, no timer; built
+#          with cargo build --release -p ringway-bench --bin http-hyper-ringway --bin
+#          http-hyper, or taken from BIN=DIR)
 #        CALLGRIND=0     skip the instruction counts
 #        WALL=0          skip the wall-clock loads (instruction counts only)
 #        SKIP_BUILD=1    use the binaries already built
@@ -45,6 +49,8 @@ server_cmd() { # PEER ADDR
     compat-epoll) echo "$e/hello_hyper --threads 1 --backend epoll --bind $2" ;;
     tokio-ct) echo "$e/hello_hyper_tokio --flavor current_thread --bind $2" ;;
     tokio-mt1) echo "$e/hello_hyper_tokio --flavor multi_thread --bind $2" ;;
+    bench-ringway) echo "${BIN:-target/release}/http-hyper-ringway --threads 1 --backend uring --bind $2" ;;
+    bench-tokio) echo "${BIN:-target/release}/http-hyper --threads 1 --bind $2" ;;
     ringway-http) echo "target/release/ringway serve --hello --threads 1 --no-access-log --backend uring --bind $2" ;;
     *) echo "compare.sh: unknown peer $1" >&2; exit 2 ;;
   esac
@@ -133,9 +139,9 @@ echo "|---|---:|---:|---:|---:|---:|---:|"
 for peer in $PEERS; do
   echo "| $peer | ${RPS[$peer.c50]} | ${CPU[$peer.c50]} | ${RPS[$peer.p16]} | ${CPU[$peer.p16]} | ${INS[$peer.c50]} | ${INS[$peer.p16]} |"
 done
-for base in tokio-ct tokio-mt1; do
+for base in tokio-ct tokio-mt1 bench-tokio; do
   [[ " $PEERS " == *" $base "* ]] || continue
-  for peer in compat-uring compat-epoll; do
+  for peer in compat-uring compat-epoll bench-ringway; do
     [[ " $PEERS " == *" $peer "* ]] || continue
     echo "$peer / $base: CPU per request c50 $(ratio "${CPU[$peer.c50]}" "${CPU[$base.c50]}")," \
       "p16 $(ratio "${CPU[$peer.p16]}" "${CPU[$base.p16]}");" \

@@ -143,7 +143,15 @@ impl ConnGuard {
                 _ => *slot = Some(cx.waker().clone()),
             }
         }
-        if self.drain.down.get() {
+        self.current()
+    }
+
+    /// What the drain asks now, for a task that registered with [`ask`](Self::ask)
+    /// already (and whose waker has not changed since).
+    pub(crate) fn current(&self) -> Ask {
+        if self.drain.abort.get() {
+            Ask::Abort
+        } else if self.drain.down.get() {
             Ask::Finish
         } else {
             Ask::Serve

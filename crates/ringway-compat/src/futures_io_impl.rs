@@ -52,8 +52,7 @@ impl<S: StreamSocket> futures_io::AsyncWrite for CompatStream<S> {
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let _ = cx;
-        self.get_mut().poll_flush_inner()
+        self.get_mut().poll_flush_inner(cx)
     }
 
     /// Flushes, then shuts the write direction down.

@@ -55,8 +55,7 @@ impl<S: StreamSocket> hyper::rt::Write for CompatStream<S> {
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let _ = cx;
-        self.get_mut().poll_flush_inner()
+        self.get_mut().poll_flush_inner(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

@@ -59,9 +59,6 @@ pub(crate) struct Receiver {
     pos: usize,
     /// The receive ended (end of stream, or after an error was returned).
     eof: bool,
-    /// An error met after some bytes were already copied in the same read: returned by
-    /// the next read, so the bytes before it are not lost.
-    deferred: Option<io::Error>,
     /// Bytes read and put back ([`Receiver::unread`]), served before anything else.
     replay: Vec<u8>,
     replay_pos: usize,
@@ -74,7 +71,6 @@ impl Receiver {
             held: None,
             pos: 0,
             eof: false,
-            deferred: None,
             replay: Vec::new(),
             replay_pos: 0,
         }
@@ -93,9 +89,6 @@ impl Receiver {
         // Used up: back to the pool before waiting for the next one.
         self.held = None;
         self.pos = 0;
-        if let Some(e) = self.deferred.take() {
-            return Poll::Ready(Err(e));
-        }
         if self.eof {
             return Poll::Ready(Ok(&[]));
         }
@@ -134,33 +127,24 @@ impl Receiver {
         }
     }
 
-    /// Copies received bytes into `sink`: whatever is at hand without waiting once
-    /// something was copied, and waits only if nothing was. `Ready(Ok(()))` with nothing
+    /// Copies received bytes into `sink`: those of the current pool buffer (or of the
+    /// next one, waiting for it only if none is at hand). `Ready(Ok(()))` with nothing
     /// copied means end of stream.
+    ///
+    /// One buffer per call, never a look at the next: a request fits in one, and asking
+    /// the receive again right away would find it empty (a wasted poll per read).
     pub(crate) fn poll_read(
         &mut self,
         cx: &mut Context<'_>,
         sink: &mut impl ReadSink,
     ) -> Poll<io::Result<()>> {
-        let mut copied = 0;
-        while sink.room() > 0 {
-            match self.poll_fill(cx) {
-                Poll::Pending if copied == 0 => return Poll::Pending,
-                Poll::Pending => break,
-                Poll::Ready(Err(e)) if copied == 0 => return Poll::Ready(Err(e)),
-                Poll::Ready(Err(e)) => {
-                    self.deferred = Some(e);
-                    break;
-                }
-                Poll::Ready(Ok([])) => break,
-                Poll::Ready(Ok(bytes)) => {
-                    let n = bytes.len().min(sink.room());
-                    sink.put(&bytes[..n]);
-                    copied += n;
-                    self.consume(n);
-                }
-            }
+        if sink.room() == 0 {
+            return Poll::Ready(Ok(()));
         }
+        let bytes = ready!(self.poll_fill(cx))?;
+        let n = bytes.len().min(sink.room());
+        sink.put(&bytes[..n]);
+        self.consume(n);
         Poll::Ready(Ok(()))
     }
 

@@ -30,6 +30,8 @@ use crate::drain::{Ask, ConnGuard, CoreDrain, Signal};
 #[cfg(feature = "http2")]
 use crate::hyper_rt::LocalExecutor;
 use crate::hyper_rt::RingwayTimer;
+use crate::sender::Link;
+use crate::socket::StreamSocket;
 use crate::stream::CompatStream;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -367,10 +369,10 @@ where
             let (guard, counts) = (drain.enter(), counts.clone());
             match protocols {
                 Protocols::Http1 => {
-                    let conn = options
-                        .http1
-                        .serve_connection(CompatStream::new(stream), service.clone());
-                    ringway::spawn(serve_connection(conn, guard, counts)).detach();
+                    let io = CompatStream::new(stream);
+                    let link = io.defer_to_owner();
+                    let conn = options.http1.serve_connection(io, service.clone());
+                    ringway::spawn(serve_connection(conn, link, guard, counts)).detach();
                 }
                 #[cfg(feature = "http2")]
                 Protocols::Auto => {
@@ -379,12 +381,14 @@ where
                         let io = CompatStream::new(stream);
                         match crate::sniff::sniff_h2(io, &guard).await {
                             Some((io, true)) => {
+                                let link = io.defer_to_owner();
                                 let conn = options.http2.serve_connection(io, service);
-                                serve_connection(conn, guard, counts).await
+                                serve_connection(conn, link, guard, counts).await
                             }
                             Some((io, false)) => {
+                                let link = io.defer_to_owner();
                                 let conn = options.http1.serve_connection(io, service);
-                                serve_connection(conn, guard, counts).await
+                                serve_connection(conn, link, guard, counts).await
                             }
                             None => counts.failed.set(counts.failed.get() + 1),
                         }
@@ -410,16 +414,28 @@ where
     report
 }
 
-/// Serves one connection until it closes, finishing gracefully when the drain asks.
-async fn serve_connection<C: GracefulConnection>(
+/// Serves one connection until it closes, finishing gracefully when the drain asks, and
+/// hands what each poll of it wrote to the kernel (see `Outbox::defer_to_owner`).
+async fn serve_connection<C: GracefulConnection, S: StreamSocket>(
     conn: C,
+    link: Link<S>,
     guard: ConnGuard,
     counts: Rc<CoreCounts>,
 ) {
     let mut conn = pin!(conn);
     let mut finishing = false;
+    let mut registered = false;
     let r = poll_fn(|cx| {
-        match guard.ask(cx) {
+        // This task's waker does not change, and the drain keeps it until it asks
+        // something else (then takes it): while serving, registering once is enough.
+        let ask = match guard.current() {
+            Ask::Serve if registered => Ask::Serve,
+            _ => {
+                registered = true;
+                guard.ask(cx)
+            }
+        };
+        match ask {
             Ask::Serve => {}
             Ask::Finish if !finishing => {
                 finishing = true;
@@ -429,7 +445,13 @@ async fn serve_connection<C: GracefulConnection>(
             // Dropping the connection cancels its I/O.
             Ask::Abort => return Poll::Ready(Ok(())),
         }
-        conn.as_mut().poll(cx)
+        let r = conn.as_mut().poll(cx);
+        // What hyper wrote in this poll goes to the kernel now, in one send (its
+        // `poll_flush` only queued it): every pipelined response of the poll together.
+        if let Ok(mut outbox) = link.try_borrow_mut() {
+            outbox.poll_owner(cx);
+        }
+        r
     })
     .await;
     if let Err(e) = r {

@@ -4,7 +4,7 @@ use std::io;
 use std::net::Shutdown;
 
 use ringway::buf::IoBuf;
-use ringway::net::{RecvStream, TcpStream, UnixStream, WriteFuture};
+use ringway::net::{Flush, RecvStream, SendAllFuture, TcpStream, UnixStream};
 
 mod sealed {
     pub trait Sealed {}
@@ -14,14 +14,18 @@ mod sealed {
 
 /// A ringway stream socket that [`CompatStream`](crate::CompatStream) can adapt:
 /// [`TcpStream`] and [`UnixStream`]. Sealed: the adapter relies on what these two
-/// promise (one multishot receive per socket, sends ordered by `&mut self`).
+/// promise (one multishot receive per socket, background sends in order, one in flight
+/// at a time).
 pub trait StreamSocket: sealed::Sealed + Unpin + 'static {
     /// A multishot receive over the core's buffer pool.
     #[doc(hidden)]
     fn recv_stream(&mut self) -> RecvStream;
-    /// One `send` of `buf`'s bytes.
+    /// A background send of all of `buf` (after the one in flight, if any).
     #[doc(hidden)]
-    fn send<B: IoBuf + Unpin>(&mut self, buf: B) -> WriteFuture<B>;
+    fn send_all<B: IoBuf + Unpin>(&mut self, buf: B) -> SendAllFuture<'_, B>;
+    /// Waits for the background send in flight; the error that broke the stream.
+    #[doc(hidden)]
+    fn flush(&mut self) -> Flush<'_>;
     /// `shutdown(SHUT_WR)`.
     #[doc(hidden)]
     fn shutdown_write(&self) -> io::Result<()>;
@@ -31,8 +35,11 @@ impl StreamSocket for TcpStream {
     fn recv_stream(&mut self) -> RecvStream {
         self.recv_multishot()
     }
-    fn send<B: IoBuf + Unpin>(&mut self, buf: B) -> WriteFuture<B> {
-        self.write(buf)
+    fn send_all<B: IoBuf + Unpin>(&mut self, buf: B) -> SendAllFuture<'_, B> {
+        self.send_all(buf)
+    }
+    fn flush(&mut self) -> Flush<'_> {
+        self.flush()
     }
     fn shutdown_write(&self) -> io::Result<()> {
         self.shutdown(Shutdown::Write)
@@ -43,8 +50,11 @@ impl StreamSocket for UnixStream {
     fn recv_stream(&mut self) -> RecvStream {
         self.recv_multishot()
     }
-    fn send<B: IoBuf + Unpin>(&mut self, buf: B) -> WriteFuture<B> {
-        self.write(buf)
+    fn send_all<B: IoBuf + Unpin>(&mut self, buf: B) -> SendAllFuture<'_, B> {
+        self.send_all(buf)
+    }
+    fn flush(&mut self) -> Flush<'_> {
+        self.flush()
     }
     fn shutdown_write(&self) -> io::Result<()> {
         self.shutdown(Shutdown::Write)

@@ -12,7 +12,7 @@ use ringway::net::{TcpStream, UnixStream};
 use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::receiver::Receiver;
-use crate::sender::{spawn_send_task, Kick, Link, Outbox};
+use crate::sender::{spawn_helper, Link, Outbox};
 use crate::socket::StreamSocket;
 
 /// A ringway [`TcpStream`] or [`UnixStream`] with tokio's `AsyncRead`, `AsyncWrite` and
@@ -23,20 +23,25 @@ use crate::socket::StreamSocket;
 ///   kernel fills pool buffers as data arrives, a read copies from the current one into
 ///   the caller's buffer (`AsyncBufRead::poll_fill_buf` lends it without any copy), and
 ///   the buffer returns to the pool as soon as it is used up.
-/// - **Writes** are copied into a gather buffer; the stream's send task (one small task
-///   per stream, on its core) sends what was gathered with one `send` when it runs,
-///   later in the same loop turn, so every write of a turn goes in one send, and owns
-///   the send until the kernel has taken every byte (the rest of a short send goes
-///   next, whether or not the stream is polled again). `poll_flush` is ready once the
-///   bytes are queued with that task; `poll_shutdown` waits until the kernel has them
-///   all, then shuts the write direction. A send error is reported by every later
-///   write, flush and shutdown. Vectored writes gather the same way.
+/// - **Writes** are copied into an output buffer, which `poll_flush` hands to the kernel
+///   whole as one background send (the runtime's `send_all`: the driver owns the send
+///   until the kernel has taken every byte, and wakes nobody when it has), so every
+///   write before a flush goes in one send. Bytes nobody flushes go anyway, later in the
+///   same loop turn, sent by the stream's helper task (a small task spawned at the
+///   first write, parked when idle). One send per socket is in flight at a time: a
+///   flush while one is does not wait; the helper hands over everything written
+///   meanwhile, in one send, when it ends. Under [`Server`](crate::Server) the
+///   server hands the bytes over after each poll of the connection instead (every
+///   response of the poll in one send, no task). `poll_shutdown` waits until the kernel
+///   has every byte, then shuts the write direction. A send error is reported by every
+///   later write, flush and shutdown. Vectored writes gather the same way.
 /// - **Cancellation**: all I/O state belongs to the stream, not to the futures that
 ///   poll it, so dropping a read or write future at any point loses no byte (reads
 ///   resume where they stopped, bytes a write accepted are still sent). Dropping the
 ///   stream cancels its receive (every pool buffer goes back); bytes already accepted
-///   are still delivered by the send task, for at most 30 s, before the socket closes.
-/// - **Backpressure**: writes wait once 256 KiB are queued behind a send in flight.
+///   are still delivered (those behind a send in flight by the helper task, which
+///   waits for it at most 30 s) before the socket closes.
+/// - **Backpressure**: writes wait once 256 KiB are gathered behind a send in flight.
 ///
 /// ```
 /// use ringway::net::TcpStream;
@@ -65,7 +70,8 @@ use crate::socket::StreamSocket;
 /// ```
 pub struct CompatStream<S: StreamSocket> {
     receiver: Receiver,
-    /// The socket and the outgoing bytes, shared with the send task.
+    /// The socket and the outgoing bytes, shared with the server (which hands them
+    /// over after each poll of the connection) and the helper task.
     link: Link<S>,
 }
 
@@ -78,8 +84,7 @@ impl<S: StreamSocket> CompatStream<S> {
         }
     }
 
-    /// The socket (for its addresses and options). Do not hold it across an `.await`:
-    /// the stream's send task needs it to submit sends, and waits while it is held.
+    /// The socket (for its addresses and options). Do not hold it across an `.await`.
     pub fn get_ref(&self) -> Ref<'_, S> {
         Ref::map(self.link.borrow(), |o| &o.socket)
     }
@@ -98,13 +103,25 @@ impl<S: StreamSocket> CompatStream<S> {
         &mut self.receiver
     }
 
-    /// Spawns or wakes the send task if queued bytes need it.
-    fn kick(&self, outbox: &mut Outbox<S>) {
-        match outbox.kick() {
-            Kick::None => {}
-            Kick::Spawn => spawn_send_task(&self.link),
-            Kick::Wake(w) => w.wake(),
+    /// Leaves the handing over of written bytes to the connection's owner, which calls
+    /// [`Outbox::poll_owner`] through the returned link after each poll of the
+    /// connection; `poll_flush` is then ready at once.
+    #[cfg(feature = "hyper")]
+    pub(crate) fn defer_to_owner(&self) -> Link<S> {
+        self.link.borrow_mut().defer_to_owner();
+        self.link.clone()
+    }
+
+    /// Runs `f` on the outbox, then spawns the helper task if `f` asked for it.
+    fn with_outbox<R>(&self, f: impl FnOnce(&mut Outbox<S>) -> R) -> R {
+        let mut outbox = self.link.borrow_mut();
+        let r = f(&mut outbox);
+        let spawn = outbox.take_spawn();
+        drop(outbox);
+        if spawn {
+            spawn_helper(self.link.clone());
         }
+        r
     }
 
     pub(crate) fn poll_write_bufs<B: Deref<Target = [u8]>>(
@@ -112,22 +129,15 @@ impl<S: StreamSocket> CompatStream<S> {
         cx: &mut Context<'_>,
         bufs: &[B],
     ) -> Poll<io::Result<usize>> {
-        let mut outbox = self.link.borrow_mut();
-        let r = outbox.poll_write(cx, bufs);
-        self.kick(&mut outbox);
-        r
+        self.with_outbox(|o| o.poll_write(cx, bufs))
     }
 
-    pub(crate) fn poll_flush_inner(&mut self) -> Poll<io::Result<()>> {
-        let mut outbox = self.link.borrow_mut();
-        self.kick(&mut outbox);
-        outbox.poll_flush()
+    pub(crate) fn poll_flush_inner(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.link.borrow_mut().poll_flush(cx)
     }
 
     pub(crate) fn poll_shutdown_inner(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let mut outbox = self.link.borrow_mut();
-        self.kick(&mut outbox);
-        outbox.poll_shutdown(cx)
+        self.link.borrow_mut().poll_shutdown(cx)
     }
 }
 
@@ -156,11 +166,8 @@ impl<S: StreamSocket + fmt::Debug> fmt::Debug for CompatStream<S> {
 
 impl<S: StreamSocket> Drop for CompatStream<S> {
     fn drop(&mut self) {
-        // The send task (if any) delivers what is queued, then closes the socket.
-        let task = self.link.borrow_mut().close();
-        if let Some(w) = task {
-            w.wake();
-        }
+        // What is gathered goes now, or after the send in flight (the helper task).
+        self.with_outbox(|o| o.close());
     }
 }
 
@@ -206,8 +213,7 @@ impl<S: StreamSocket> AsyncWrite for CompatStream<S> {
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let _ = cx;
-        self.get_mut().poll_flush_inner()
+        self.get_mut().poll_flush_inner(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

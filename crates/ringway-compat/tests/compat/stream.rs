@@ -3,6 +3,7 @@
 //! buffer, vectored writes, shutdown and end of stream, and the count of sends a burst
 //! of writes costs.
 
+use std::future::Future;
 use std::io::IoSlice;
 use std::net::SocketAddr;
 
@@ -237,9 +238,8 @@ async fn writes_to_a_closed_peer_report_the_error() {
     assert!(client.flush().await.is_err());
 }
 
-/// A burst of writes made within one poll goes out in one send, on both backends: the
-/// writes only gather; the stream's send task submits them together when it runs, later
-/// in the same loop turn.
+/// A burst of writes goes out in one send, on both backends: the writes only gather;
+/// the flush hands them to the kernel together, as one background send.
 #[ringway::test(both)]
 async fn a_burst_of_writes_costs_one_send() {
     let (a, b) = UnixStream::pair().unwrap();
@@ -256,26 +256,100 @@ async fn a_burst_of_writes_costs_one_send() {
         // Each write finishes at once (no await point suspends): one poll, 100 writes.
         a.write_all(&[i; 10]).await.unwrap();
     }
-    a.flush().await.unwrap();
-    assert_eq!(
-        driver_stats().submitted,
-        before,
-        "writes and flush only queue"
-    );
+    assert_eq!(driver_stats().submitted, before, "writes only gather");
     assert_eq!(a.write_pending(), 1000);
+    a.flush().await.unwrap();
+    assert_eq!(driver_stats().submitted - before, 1, "100 writes, one send");
     while a.write_pending() > 0 {
         ringway::runtime::yield_now().await;
     }
-    assert_eq!(driver_stats().submitted - before, 1, "100 writes, one send");
+    assert_eq!(driver_stats().submitted - before, 1, "and nothing else");
     a.shutdown().await.unwrap();
     let got = reader.await.unwrap();
     let expect: Vec<u8> = (0..100u8).flat_map(|i| [i; 10]).collect();
     assert_eq!(got, expect);
 }
 
+/// Flushes made while a send is in flight (a codec flushing every frame) do not wait
+/// for it: each is ready at once, and on io_uring (where the first send is still in
+/// flight) everything they flushed goes in one next send, handed over by the stream's
+/// helper task; on epoll each send goes at once. Every byte arrives, in order, and the
+/// helper ends with the stream.
+#[ringway::test(both)]
+async fn flushes_behind_a_send_in_flight_do_not_wait_and_go_together() {
+    let (a, b) = UnixStream::pair().unwrap();
+    let (mut a, mut b) = (CompatStream::new(a), CompatStream::new(b));
+    let reader = ringway::spawn(async move {
+        let mut got = Vec::new();
+        b.read_to_end(&mut got).await.unwrap();
+        got
+    });
+    ringway::runtime::yield_now().await;
+    let before = driver_stats().submitted;
+    let waker = std::task::Waker::from(std::sync::Arc::new(NoWake));
+    let mut cx = std::task::Context::from_waker(&waker);
+    for i in 0..50u8 {
+        let frame = [i; 10];
+        let mut write = std::pin::pin!(a.write_all(&frame));
+        assert!(
+            write.as_mut().poll(&mut cx).is_ready(),
+            "a write never waits here"
+        );
+        let mut flush = std::pin::pin!(a.flush());
+        match flush.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(r) => r.unwrap(),
+            std::task::Poll::Pending => panic!("flush {i} waited for the send in flight"),
+        }
+    }
+    if ringway::runtime::current_backend().kind == ringway::Backend::Uring {
+        assert_eq!(
+            driver_stats().submitted - before,
+            1,
+            "only the first send went"
+        );
+        while a.write_pending() > 0 {
+            ringway::runtime::yield_now().await;
+        }
+        assert_eq!(
+            driver_stats().submitted - before,
+            2,
+            "the other 49 went together"
+        );
+    }
+    a.shutdown().await.unwrap();
+    let got = reader.await.unwrap();
+    let expect: Vec<u8> = (0..50u8).flat_map(|i| [i; 10]).collect();
+    assert_eq!(got, expect);
+    drop(a);
+    ringway::runtime::yield_now().await;
+    assert_eq!(ringway::runtime::task_count(), 0, "the helper task ended");
+}
+
+/// Bytes written and never flushed still go out (as on a kernel socket): the stream's
+/// helper task sends them later in the same loop turn.
+#[ringway::test(both)]
+async fn unflushed_writes_are_sent_anyway() {
+    let (a, b) = UnixStream::pair().unwrap();
+    let (mut a, mut b) = (CompatStream::new(a), CompatStream::new(b));
+    a.write_all(b"ping").await.unwrap();
+    let mut got = [0u8; 4];
+    b.read_exact(&mut got).await.unwrap();
+    assert_eq!(&got, b"ping");
+    b.write_all(b"pong").await.unwrap();
+    a.read_exact(&mut got).await.unwrap();
+    assert_eq!(&got, b"pong");
+}
+
+struct NoWake;
+
+impl std::task::Wake for NoWake {
+    fn wake(self: std::sync::Arc<Self>) {}
+}
+
 /// A stream dropped right after its writes (no flush, no shutdown) still delivers them:
-/// its send task finishes the job and then closes the socket, as the kernel does for a
-/// closed socket with unsent bytes.
+/// its last bytes are handed over at the drop (by the helper task, behind a send still in
+/// flight), and the socket closes after them, as the kernel does for a closed socket
+/// with unsent bytes.
 #[ringway::test(both)]
 async fn a_dropped_stream_still_delivers_what_it_accepted() {
     let (a, b) = UnixStream::pair().unwrap();
@@ -291,5 +365,5 @@ async fn a_dropped_stream_still_delivers_what_it_accepted() {
     writer.await.unwrap();
     assert_eq!(got.len(), expect.len());
     assert!(got == expect);
-    assert_eq!(ringway::runtime::task_count(), 0, "the send task ended");
+    assert_eq!(ringway::runtime::task_count(), 0, "the helper task ended");
 }

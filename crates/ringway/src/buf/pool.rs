@@ -222,16 +222,31 @@ impl BufferPool {
 }
 
 impl PoolInner {
+    #[inline]
     fn buf_ptr(&self, bid: u16) -> *mut u8 {
         // SAFETY: bid < count, so the offset stays inside the allocation.
         unsafe { self.mem.as_ptr().add(bid as usize * self.buf_size) }
     }
 
+    #[inline]
     fn give_back(&self, bid: u16) {
         match &self.store {
-            Store::Ring { .. } => {
-                self.push_ring(bid);
-                self.publish_tail();
+            Store::Ring { base, tail, .. } => {
+                let at = tail.get();
+                // SAFETY: as in `push_ring` and `publish_tail`: the entry at our tail is
+                // past the published tail (the kernel does not read it), inside the
+                // mapping; the release store of the tail publishes it.
+                unsafe {
+                    let entry = &mut *base.as_ptr().add((at & (self.count - 1)) as usize);
+                    entry.set_addr(self.buf_ptr(bid) as u64);
+                    entry.set_len(self.buf_size as u32);
+                    entry.set_bid(bid);
+                    let next = at.wrapping_add(1);
+                    tail.set(next);
+                    let tail_ptr =
+                        BufRingEntry::tail(base.as_ptr()) as *const std::sync::atomic::AtomicU16;
+                    (*tail_ptr).store(next, std::sync::atomic::Ordering::Release);
+                }
             }
             Store::List(free) => free.borrow_mut().push(bid),
         }

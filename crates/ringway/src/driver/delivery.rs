@@ -1,6 +1,6 @@
 //! Routing a completion to whoever owns its operation.
 
-use super::table::{Notify, OpTable, SlotState, BACKLOG};
+use super::table::{Notify, OpTable, Slot, SlotState, BACKLOG};
 use super::{Completion, DriverStats, OpId};
 use crate::buf::BufferPool;
 
@@ -47,42 +47,11 @@ impl Delivery<'_> {
                 if last {
                     slot.done = true;
                 }
-                match &mut slot.notify {
-                    Notify::Waker(w) => {
-                        if slot.multishot {
-                            let mut c = c;
-                            if slot.backlogged {
-                                // Its reader is behind: keep the bytes, not the pool buffer.
-                                if let Some(b) = c.buf.as_mut() {
-                                    b.unshare();
-                                }
-                            }
-                            slot.queue.push_back(c);
-                            if !last && !slot.backlogged && slot.queue.len() >= BACKLOG {
-                                // The reader fell behind: the receive stops (the backend
-                                // sees to it), and what waits for the reader gives its pool
-                                // buffers back (copied), so a stalled reader cannot hold the
-                                // core's pool however much arrived at once.
-                                slot.backlogged = true;
-                                self.stats.recv_backlogged += 1;
-                                self.backlogged.push(id);
-                                for waiting in slot.queue.iter_mut() {
-                                    if let Some(b) = waiting.buf.as_mut() {
-                                        b.unshare();
-                                    }
-                                }
-                            }
-                        } else {
-                            slot.single = Some(c);
-                        }
-                        // Woken in place and kept registered: a task's waker is the same
-                        // on every poll, so the next registration costs nothing.
-                        if let (true, Some(w)) = (slot.armed, w) {
-                            w.wake_by_ref();
-                        }
+                match slot.notify {
+                    Notify::Waker(_) => {
+                        to_waker(slot, id, c, last, self.stats, self.backlogged);
                     }
-                    Notify::Token(t) => {
-                        let token = *t;
+                    Notify::Token(token) => {
                         if last {
                             self.table.release(id);
                         }
@@ -94,5 +63,49 @@ impl Delivery<'_> {
                 }
             }
         }
+    }
+}
+
+/// Hands a completion to an executor-face slot (`Notify::Waker`) that is `Owned`: a
+/// multishot op's completions queue (bounded by `BACKLOG`), a single-shot op's is kept
+/// for its future; the task is woken if its waker is armed. The caller has marked the
+/// slot `done` if `last`.
+#[inline(always)]
+pub(crate) fn to_waker(
+    slot: &mut Slot,
+    id: OpId,
+    c: Completion,
+    last: bool,
+    stats: &mut DriverStats,
+    backlogged: &mut Vec<OpId>,
+) {
+    if slot.multishot {
+        slot.queue.push_back(c);
+        if slot.backlogged {
+            // Its reader is behind: keep the bytes, not the pool buffer.
+            if let Some(b) = slot.queue.back_mut().and_then(|c| c.buf.as_mut()) {
+                b.unshare();
+            }
+        }
+        if !last && !slot.backlogged && slot.queue.len() >= BACKLOG {
+            // The reader fell behind: the receive stops (the backend sees to it), and
+            // what waits for the reader gives its pool buffers back (copied), so a
+            // stalled reader cannot hold the core's pool however much arrived at once.
+            slot.backlogged = true;
+            stats.recv_backlogged += 1;
+            backlogged.push(id);
+            for waiting in slot.queue.iter_mut() {
+                if let Some(b) = waiting.buf.as_mut() {
+                    b.unshare();
+                }
+            }
+        }
+    } else {
+        slot.single = Some(c);
+    }
+    // Woken in place and kept registered: a task's waker is the same on every poll, so
+    // the next registration costs nothing.
+    if let (true, Notify::Waker(Some(w))) = (slot.armed, &slot.notify) {
+        w.wake_by_ref();
     }
 }

@@ -106,6 +106,30 @@ impl HeldValue {
     }
 }
 
+impl HeldValue {
+    /// [`finished`](Self::finished) for a value left where it is kept, which is `None`
+    /// afterwards: the value is not moved out first.
+    #[inline]
+    pub(crate) fn finish_in_place(held: &mut Option<HeldValue>, result: i32) {
+        /// Forgets the husk once the value is consumed, even if `finished` panics.
+        struct Husk<'a>(&'a mut Option<HeldValue>);
+        impl Drop for Husk<'_> {
+            fn drop(&mut self) {
+                std::mem::forget(self.0.take());
+            }
+        }
+        let Some(value) = held.as_mut() else {
+            return;
+        };
+        let (finished, data): (_, *mut Storage) = (value.vtable.finished, &mut value.data);
+        let _husk = Husk(held);
+        // SAFETY: the value is taken out exactly once, here; the husk left behind is
+        // forgotten, never dropped. `data` stays valid: nothing else touches `held`
+        // until `_husk` drops.
+        unsafe { finished(data, result) }
+    }
+}
+
 impl Drop for HeldValue {
     fn drop(&mut self) {
         // SAFETY: the value is still there (`finished` consumes without dropping).
@@ -180,5 +204,16 @@ mod tests {
         moved.extend(v);
         moved.pop().unwrap().finished(1);
         assert_eq!(log.get(), (1, 5));
+        // Finished where it is kept: once, dropped once, and the place is left empty.
+        let mut kept = Some(HeldValue::new(probe()));
+        HeldValue::finish_in_place(&mut kept, 9);
+        assert!(kept.is_none());
+        assert_eq!(log.get(), (9, 6));
+        let mut kept = Some(HeldValue::new(big()));
+        HeldValue::finish_in_place(&mut kept, 10);
+        assert!(kept.is_none());
+        assert_eq!(log.get(), (10, 7));
+        HeldValue::finish_in_place(&mut kept, 11);
+        assert_eq!(log.get(), (10, 7), "nothing kept: nothing to finish");
     }
 }

@@ -534,7 +534,6 @@ impl Driver {
         Submitted::Pending(id)
     }
 
-    #[inline]
     /// Starts `op` with nobody awaiting it: `held` keeps its buffers and is told its
     /// final result. On epoll an op that can finish at once does so here (and `held`
     /// hears it before this returns). Returns the op's id while it is in flight.
@@ -542,18 +541,59 @@ impl Driver {
     /// # Safety
     ///
     /// The op's pointers point into `held` (or outlive the final completion otherwise).
+    #[inline]
     pub(crate) unsafe fn submit_detached(&mut self, op: Op, held: impl Held) -> Option<OpId> {
-        if let ActiveBackend::Epoll(e) = &mut self.backend {
-            // SAFETY: the caller's promise, for this call.
-            if let Some(c) = unsafe { e.try_at_once(&op, &self.pool) } {
-                self.stats.submitted += 1;
-                held.finished(c.result);
-                return None;
+        let mut held = Some(held);
+        // SAFETY: the caller's promise.
+        let started =
+            unsafe { self.submit_detached_with(op, || held.take().expect("called once")) };
+        match started {
+            Ok(id) => id,
+            Err(result) => {
+                if let Some(held) = held {
+                    held.finished(result);
+                }
+                None
             }
         }
-        let id = self.table.insert_detached(op, HeldValue::new(held));
+    }
+
+    /// [`submit_detached`](Self::submit_detached) that builds what it keeps only if the
+    /// op does not finish at once: `Err(result)` if it did (epoll, a ready socket), and
+    /// then `held` was never called and the caller still owns the op's buffers (a
+    /// background send on epoll costs no record of itself). `Ok(None)`: it finished
+    /// while starting, and the value `held` built has heard how.
+    ///
+    /// # Safety
+    ///
+    /// The op's pointers point into what `held` returns (or outlive the final
+    /// completion otherwise), and stay valid during this call.
+    #[inline]
+    pub(crate) unsafe fn submit_detached_with<H: Held>(
+        &mut self,
+        op: Op,
+        held: impl FnOnce() -> H,
+    ) -> Result<Option<OpId>, i32> {
+        if let ActiveBackend::Epoll(e) = &mut self.backend {
+            // SAFETY: the caller's promise, for this call.
+            let at_once = unsafe {
+                match &op {
+                    Op::SendAll(send) => e.try_send_all_at_once(send),
+                    _ => e.try_at_once(&op, &self.pool).map(|c| c.result),
+                }
+            };
+            if let Some(result) = at_once {
+                self.stats.submitted += 1;
+                return Err(result);
+            }
+        }
+        let id = self.table.insert_detached(op, HeldValue::new(held()));
         self.start(id);
-        self.table.get_mut(id).map(|_| id)
+        match self.backend {
+            // io_uring starts an op without completing it.
+            ActiveBackend::Uring(_) => Ok(Some(id)),
+            ActiveBackend::Epoll(_) => Ok(self.table.get_mut(id).map(|_| id)),
+        }
     }
 
     /// Closes `fd` once operation `after` (a detached send on it, say) has finished,
@@ -638,6 +678,46 @@ impl Driver {
         }
         OpTable::register_waker(slot, cx.waker());
         Poll::Pending
+    }
+
+    /// [`poll_next`](Self::poll_next) for a multishot receive, as `RecvStream` takes it:
+    /// the next completion's result and buffer only (a completion is large; its
+    /// address is never set for a receive).
+    #[inline]
+    pub(crate) fn poll_recv(
+        &mut self,
+        id: OpId,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<(i32, Option<crate::buf::PoolBuf>)>> {
+        let Some(slot) = self.table.get_mut(id) else {
+            return Poll::Ready(None);
+        };
+        if let Some(Completion { result, buf, .. }) = slot.queue.pop_front() {
+            if slot.backlogged && slot.queue.len() <= BACKLOG / 2 {
+                self.caught_up(id);
+            }
+            return Poll::Ready(Some((result, buf)));
+        }
+        if slot.done {
+            self.table.release(id);
+            return Poll::Ready(None);
+        }
+        OpTable::register_waker(slot, cx.waker());
+        Poll::Pending
+    }
+
+    /// The consumer of a backlogged receive caught up: receive again.
+    #[cold]
+    fn caught_up(&mut self, id: OpId) {
+        let Some(slot) = self.table.get_mut(id) else {
+            return;
+        };
+        slot.backlogged = false;
+        let (backend, mut delivery) = self.split(None);
+        match backend {
+            ActiveBackend::Uring(u) => u.resume(&mut delivery, id),
+            ActiveBackend::Epoll(e) => e.resume(&mut delivery, id),
+        }
     }
 
     /// The future of `id` is gone. If the operation is finished its slot is freed;

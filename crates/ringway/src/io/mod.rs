@@ -143,6 +143,12 @@ impl MultiShot {
         MultiShot { op, id: None }
     }
 
+    /// The operation in flight, once started.
+    #[inline]
+    pub(crate) fn id(&self) -> Option<OpId> {
+        self.id
+    }
+
     /// The next completion; `None` once the operation has ended. After an end, the next
     /// call starts the operation again (a listener's accept stream resumes after an
     /// error, for example); callers decide whether to.

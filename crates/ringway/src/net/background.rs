@@ -77,7 +77,18 @@ impl Background {
     }
 
     /// Ready once nothing is in flight: with the kept error, if any.
+    #[inline]
     fn poll_idle(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.in_flight.load(Ordering::Acquire) == NONE && self.error.load(Ordering::Acquire) == 0
+        {
+            return Poll::Ready(Ok(()));
+        }
+        self.poll_idle_slow(cx)
+    }
+
+    /// `poll_idle` when a send is in flight or the stream is broken.
+    #[cold]
+    fn poll_idle_slow(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         if self.in_flight().is_some() {
             {
                 let mut waiter = self.waiter.lock().unwrap_or_else(|e| e.into_inner());
@@ -95,6 +106,7 @@ impl Background {
         Poll::Ready(self.error().map_or(Ok(()), Err))
     }
 
+    #[inline]
     fn finish(&self, error: i32) {
         if error != 0 {
             let _ = self
@@ -121,14 +133,19 @@ struct InFlight<B> {
 
 impl<B: 'static> Held for InFlight<B> {
     fn finished(self, result: i32) {
-        let error = match result {
-            r if r < 0 => -r,
-            // Only an error stops a SendAll part way; say so if the kernel did not.
-            r if (r as usize) < self.len => libc::EIO,
-            _ => 0,
-        };
-        self.state.finish(error);
+        self.state.finish(send_error(result, self.len));
         drop(self.buf);
+    }
+}
+
+/// The errno a `SendAll` of `len` bytes that ended with `result` leaves, 0 if none.
+#[inline]
+fn send_error(result: i32, len: usize) -> i32 {
+    match result {
+        r if r < 0 => -r,
+        // Only an error stops a SendAll part way; say so if the kernel did not.
+        r if (r as usize) < len => libc::EIO,
+        _ => 0,
     }
 }
 
@@ -185,20 +202,26 @@ impl<B: IoBuf + Unpin + 'static> Future for SendAllFuture<'_, B> {
             buf: buf.stable_ptr(),
             len: len32,
         };
-        let held = InFlight {
+        let state = this.state;
+        let held = || InFlight {
             buf,
             len,
-            state: this.state.clone(),
+            state: state.clone(),
         };
-        // SAFETY: the op points at `buf`'s bytes, which `held` keeps alive (and which do
-        // not move when `held` does: `IoBuf::stable_ptr`) until the final completion.
-        let id = with_driver(|d| unsafe { d.submit_detached(op.into(), held) });
-        // `None`: it has ended already (on epoll a send can go at once), and `state`
-        // has heard how.
-        if let Some(id) = id {
-            this.state
-                .in_flight
-                .store(id.to_user_data(), Ordering::Release);
+        // SAFETY: the op points at `buf`'s bytes, which the `InFlight` keeps alive (and
+        // which do not move when it does: `IoBuf::stable_ptr`) until the final
+        // completion; if the send goes at once, `buf` is still in `held` meanwhile.
+        let started = with_driver(|d| unsafe { d.submit_detached_with(op.into(), held) });
+        match started {
+            Ok(Some(id)) => state.in_flight.store(id.to_user_data(), Ordering::Release),
+            // It has ended already, and `state` has heard how.
+            Ok(None) => {}
+            // Sent at once (epoll, a ready socket): no record was made; `buf` went with
+            // `held`.
+            Err(result) => match send_error(result, len) {
+                0 => {}
+                error => state.finish(error),
+            },
         }
         Poll::Ready(Ok(()))
     }

@@ -13,7 +13,7 @@ mod unix;
 
 pub use background::{Flush, SendAllFuture};
 pub use per_core::bind_per_core;
-pub use socket::{ReadFuture, RecvStream, WriteAll, WriteFuture};
+pub use socket::{ReadFuture, RecvNext, RecvStream, WriteAll, WriteFuture};
 pub use tcp::{Incoming, ListenOptions, OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream};
 pub use udp::UdpSocket;
 pub use unix::{UnixListener, UnixStream};

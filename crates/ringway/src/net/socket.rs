@@ -262,8 +262,12 @@ pub struct RecvStream {
 
 impl RecvStream {
     /// The next chunk of bytes, `None` at end of stream. After an error the stream ends.
-    pub async fn next(&mut self) -> Option<io::Result<PoolBuf>> {
-        std::future::poll_fn(|cx| self.poll_next(cx)).await
+    /// (A named future rather than an `async fn`: one call per poll, no state machine
+    /// around it; awaited the same way.)
+    // An async stream's `next`, as futures' StreamExt names it; not an iterator.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> RecvNext<'_> {
+        RecvNext { stream: self }
     }
 
     /// Poll form of [`next`](Self::next).
@@ -272,29 +276,49 @@ impl RecvStream {
         if self.done {
             return Poll::Ready(None);
         }
-        match self.shot.poll_next(cx) {
+        let polled = match self.shot.id() {
+            // Armed: only the result and the buffer come back from the driver.
+            Some(id) => with_driver(|d| d.poll_recv(id, cx)),
+            None => self
+                .shot
+                .poll_next(cx)
+                .map(|c| c.map(|c| (c.result, c.buf))),
+        };
+        match polled {
             Poll::Pending => Poll::Pending,
-            Poll::Ready(None) => {
+            Poll::Ready(Some((r, Some(b)))) if r > 0 => Poll::Ready(Some(Ok(b))),
+            Poll::Ready(other) => {
                 self.done = true;
-                Poll::Ready(None)
-            }
-            Poll::Ready(Some(c)) => {
-                if c.result < 0 {
-                    self.done = true;
-                    return Poll::Ready(Some(Err(io::Error::from_raw_os_error(-c.result))));
-                }
-                if c.result == 0 {
-                    self.done = true;
-                    return Poll::Ready(None);
-                }
-                match c.buf {
-                    Some(b) => Poll::Ready(Some(Ok(b))),
-                    None => Poll::Ready(Some(Err(io::Error::other(
-                        "receive completed without a buffer",
-                    )))),
-                }
+                Poll::Ready(Self::ended(other))
             }
         }
+    }
+
+    /// What a completion without bytes means to the reader: end of stream (also when the
+    /// operation has ended), or an error. The stream ends either way.
+    #[cold]
+    fn ended(last: Option<(i32, Option<PoolBuf>)>) -> Option<io::Result<PoolBuf>> {
+        match last {
+            None | Some((0, _)) => None,
+            Some((r, _)) if r < 0 => Some(Err(io::Error::from_raw_os_error(-r))),
+            Some(_) => Some(Err(io::Error::other("receive completed without a buffer"))),
+        }
+    }
+}
+
+/// Future of [`RecvStream::next`]: the next chunk, `None` at end of stream.
+#[must_use = "futures do nothing unless awaited"]
+#[derive(Debug)]
+pub struct RecvNext<'a> {
+    stream: &'a mut RecvStream,
+}
+
+impl std::future::Future for RecvNext<'_> {
+    type Output = Option<io::Result<PoolBuf>>;
+
+    #[inline]
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.get_mut().stream.poll_next(cx)
     }
 }
 

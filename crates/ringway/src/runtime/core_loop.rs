@@ -20,6 +20,7 @@ use slab::Slab;
 
 use super::context::{try_with_core, Enter};
 use super::task::{JoinHandle, JoinState, Schedule, TaskFuture, TaskHeader};
+use super::task_waker::task_waker;
 use crate::driver::{Driver, DriverWaker};
 use crate::time::Timers;
 
@@ -121,11 +122,20 @@ impl Schedule for CoreShared {
 
 struct TaskEntry {
     header: Arc<TaskHeader>,
+    /// The waker and the future, in one allocation that never moves: polled in place
+    /// (through a pointer, with the slab not borrowed, so that the task may spawn).
+    body: Pin<Box<TaskBody<dyn Future<Output = ()>>>>,
+    /// Being polled: a nested turn (a `block_on` inside a task) must not poll it again,
+    /// and nothing may drop it.
+    running: bool,
+}
+
+/// What a task entry owns on the heap.
+struct TaskBody<F: ?Sized> {
     /// Made once per task: polls reuse it, so registering it with the driver or a timer
     /// costs no reference counting after the first time.
-    waker: Option<Waker>,
-    /// Taken out (with the waker) while the task is polled, so that the task may spawn.
-    future: Option<Pin<Box<dyn Future<Output = ()>>>>,
+    waker: Waker,
+    future: F,
 }
 
 /// A run-queue entry: the task's slab key and its header's address. The address tells a
@@ -222,12 +232,30 @@ impl Core {
         header.key.store(entry.key(), Ordering::Release);
         header.notified.store(true, Ordering::Release);
         let ready = RunQueueEntry::of(&header);
+        let body: Pin<Box<TaskBody<dyn Future<Output = ()>>>> = Box::pin(TaskBody {
+            waker: task_waker(header.clone()),
+            future: task,
+        });
         entry.insert(TaskEntry {
-            waker: Some(Waker::from(header.clone())),
             header,
-            future: Some(Box::pin(task)),
+            body,
+            running: false,
         });
         self.queue.borrow_mut().push_back(ready);
+    }
+
+    /// Queues `task` if `scheduler` (its header's hook) is this core, which is the case
+    /// for a wake on the task's own thread; false otherwise (the hook sees to it).
+    #[inline]
+    pub(super) fn run_local(&self, scheduler: *const (), task: &TaskHeader) -> bool {
+        if !std::ptr::eq(Arc::as_ptr(&self.shared) as *const (), scheduler) {
+            return false;
+        }
+        self.queue.borrow_mut().push_back(RunQueueEntry {
+            key: task.key.load(Ordering::Acquire),
+            header: task as *const TaskHeader as usize,
+        });
+        true
     }
 
     /// Tasks alive on this core.
@@ -247,41 +275,45 @@ impl Core {
     }
 
     fn run_task(&self, ready: RunQueueEntry) {
-        let taken = {
+        let body: *mut TaskBody<dyn Future<Output = ()>> = {
             let mut tasks = self.tasks.borrow_mut();
             match tasks.get_mut(ready.key) {
-                Some(e) if Arc::as_ptr(&e.header) as usize == ready.header => {
+                Some(e) if Arc::as_ptr(&e.header) as usize == ready.header && !e.running => {
                     // Clear before polling, so a wake during the poll queues it again.
                     e.header.notified.store(false, Ordering::Release);
-                    let cancelled = e.header.cancelled.load(Ordering::Acquire);
-                    e.future
-                        .take()
-                        .zip(e.waker.take())
-                        .map(|fw| (fw, cancelled))
+                    if e.header.cancelled.load(Ordering::Acquire) {
+                        let entry = tasks.remove(ready.key);
+                        drop(tasks);
+                        drop(entry); // reports Cancelled, cancels the task's I/O
+                        return;
+                    }
+                    e.running = true;
+                    // SAFETY: only a pointer is taken; nothing is moved out of the pin.
+                    // The body stays on the heap where it was pinned, and its entry is
+                    // not removed while `running` (only this function removes entries of
+                    // a live core, and it skips running ones; `shutdown` leaks them), so
+                    // the pointer stays valid for the poll even if the slab grows.
+                    unsafe { Pin::get_unchecked_mut(e.body.as_mut()) as *mut _ }
                 }
-                _ => None, // finished already: a stale wake
+                _ => return, // finished already (a stale wake), or running (nested turn)
             }
         };
-        let Some(((mut future, waker), cancelled)) = taken else {
-            return;
+        // SAFETY: see above; the future is never moved out of its pinned body.
+        let poll = unsafe {
+            let body = &mut *body;
+            let mut cx = Context::from_waker(&body.waker);
+            Pin::new_unchecked(&mut body.future).poll(&mut cx)
         };
-        if cancelled {
-            let entry = self.tasks.borrow_mut().remove(ready.key);
-            drop(entry);
-            drop(future); // reports Cancelled, cancels the task's I/O
-            return;
-        }
-        let mut cx = Context::from_waker(&waker);
-        match future.as_mut().poll(&mut cx) {
+        let mut tasks = self.tasks.borrow_mut();
+        match poll {
             Poll::Ready(()) => {
-                let entry = self.tasks.borrow_mut().remove(ready.key);
+                let entry = tasks.remove(ready.key);
+                drop(tasks);
                 drop(entry);
-                drop(future);
             }
             Poll::Pending => {
-                if let Some(e) = self.tasks.borrow_mut().get_mut(ready.key) {
-                    e.future = Some(future);
-                    e.waker = Some(waker);
+                if let Some(e) = tasks.get_mut(ready.key) {
+                    e.running = false;
                 }
             }
         }
@@ -415,8 +447,16 @@ impl Core {
             if entries.is_empty() {
                 break;
             }
-            // Dropping a task may spawn or wake others; loop until none are left.
-            drop(entries);
+            // Dropping a task may spawn or wake others; loop until none are left. A task
+            // being polled (this runs inside its poll) cannot be dropped under itself:
+            // it is leaked.
+            for entry in entries {
+                if entry.running {
+                    std::mem::forget(entry);
+                } else {
+                    drop(entry);
+                }
+            }
         }
         self.queue.borrow_mut().clear();
         // Spawns that never ran report cancelled; wakes are moot.

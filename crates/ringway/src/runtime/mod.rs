@@ -12,6 +12,7 @@ mod blocking;
 pub(crate) mod context;
 mod core_loop;
 mod task;
+mod task_waker;
 
 use std::future::Future;
 use std::io;

@@ -51,6 +51,7 @@ impl Wake for TaskHeader {
         self.wake_by_ref();
     }
 
+    #[inline]
     fn wake_by_ref(self: &Arc<Self>) {
         if self.notified.swap(true, Ordering::AcqRel) {
             return;

@@ -22,9 +22,10 @@ use std::io;
 use std::os::fd::{OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
-use super::op::{AfterEnd, Attempt, EpollOp, Op, OpKind, Readiness};
+use super::delivery::to_waker;
+use super::op::{recv_bytes, AfterEnd, Attempt, EpollOp, Op, OpKind, Readiness, SendAll};
 use super::starved::Starved;
-use super::table::SlotState;
+use super::table::{Notify, SlotState};
 use super::{Completion, Delivery, DriverWaker, OpId, RawAddr};
 use crate::buf::BufferPool;
 use fd_state::{Direction, FdState};
@@ -96,8 +97,20 @@ impl Epoll {
         })
     }
 
+    /// The state of `fd`, made on first use. Called several times per operation: the
+    /// known-fd case is one bounds check, inlined; making a new state is out of line.
+    #[inline]
     fn fd_state(&mut self, fd: RawFd) -> &mut FdState {
         let i = fd as usize;
+        if matches!(self.fds.get(i), Some(Some(_))) {
+            return self.fds[i].as_mut().expect("checked just above");
+        }
+        self.new_fd_state(i)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn new_fd_state(&mut self, i: usize) -> &mut FdState {
         if self.fds.len() <= i {
             self.fds.resize_with(i + 1, || None);
         }
@@ -171,6 +184,31 @@ impl Epoll {
                 Some(c)
             }
         }
+    }
+
+    /// `try_at_once` for a `SendAll` (a background send), with no completion built:
+    /// its result if it ended at once. A part sent before the socket filled is carried
+    /// to the op's `start`, as there.
+    ///
+    /// # Safety
+    ///
+    /// As for `try_at_once`.
+    #[inline]
+    pub(crate) unsafe fn try_send_all_at_once(&mut self, op: &SendAll) -> Option<i32> {
+        let st = self.fds.get_mut(op.fd as usize)?.as_mut()?;
+        if !st.registered || !st.ready(Direction::Write) || !st.queue(Direction::Write).is_empty() {
+            return None;
+        }
+        let mut progress = 0;
+        // SAFETY: the caller's promise for the op's pointers.
+        let r = unsafe { op.send_rest(&mut progress) };
+        if r.is_none() {
+            st.set_ready(Direction::Write, false);
+            if progress > 0 {
+                self.carry = Some(progress);
+            }
+        }
+        r
     }
 
     pub(crate) fn start(&mut self, d: &mut Delivery<'_>, id: OpId) {
@@ -274,9 +312,35 @@ impl Epoll {
             }
             let (op, multishot) = (slot.op, slot.multishot);
             let wants_more = slot.state == SlotState::Owned && !slot.cancel_requested;
-            // SAFETY: the submitter's promise for the op's pointers, held until the
-            // final completion, which has not come yet (`done` is false).
-            let attempt = unsafe { op.attempt(self.op_state(id.index), d.pool) };
+            let attempt = match (op, wants_more, &slot.notify) {
+                (Op::RecvMulti(recv), true, Notify::Waker(_)) => {
+                    // Bytes for a stream a task awaits, the common case: straight to
+                    // its queue. What else a try comes to goes the general way below.
+                    match recv_bytes(recv.fd, d.pool) {
+                        Ok((buf, drained)) => {
+                            let c = Completion {
+                                result: buf.len() as i32,
+                                buf: Some(buf),
+                                addr: None,
+                            };
+                            to_waker(slot, id, c, false, d.stats, d.backlogged);
+                            if drained {
+                                // As below: a closed direction stays ready.
+                                let st = self.fd_state(fd);
+                                st.set_ready(dir, false);
+                                if !st.ready(dir) {
+                                    return;
+                                }
+                            }
+                            continue;
+                        }
+                        Err(other) => other,
+                    }
+                }
+                // SAFETY: the submitter's promise for the op's pointers, held until the
+                // final completion, which has not come yet (`done` is false).
+                _ => unsafe { op.attempt(self.op_state(id.index), d.pool) },
+            };
             let (c, drained) = match attempt {
                 Attempt::Blocked => {
                     self.fd_state(fd).set_ready(dir, false);
@@ -415,10 +479,12 @@ impl Epoll {
             }
             let fd = ev.u64 as RawFd;
             let (readable, writable) = self.fd_state(fd).on_event(ev.events as i32);
-            if readable {
+            // Most edges find nothing parked in one direction (an echoed message's send
+            // goes at once, yet its socket reports writable too): no call for those.
+            if readable && !self.fd_state(fd).queue(Direction::Read).is_empty() {
                 self.run_queue(d, fd, Direction::Read);
             }
-            if writable {
+            if writable && !self.fd_state(fd).queue(Direction::Write).is_empty() {
                 self.run_queue(d, fd, Direction::Write);
             }
         }

@@ -44,6 +44,7 @@ pub use poll::Poll;
 pub use read_at::ReadAt;
 pub use recv::Recv;
 pub use recv_from::RecvFrom;
+pub(crate) use recv_pool::recv_bytes;
 pub use recv_pool::{RecvMulti, RecvPool};
 pub use send::Send;
 pub use send_all::SendAll;

@@ -12,7 +12,7 @@ use std::os::fd::RawFd;
 use io_uring::{opcode, squeue, types};
 
 use super::{AfterEnd, Attempt, EpollOp, OpKind, Readiness, UringOp};
-use crate::buf::BufferPool;
+use crate::buf::{BufferPool, PoolBuf};
 use crate::driver::epoll::EpollOpState;
 use crate::driver::table::BACKLOG;
 use crate::driver::uring::{UringEnv, UringScratch};
@@ -104,20 +104,32 @@ impl EpollOp for RecvMulti {
 
 /// One `recv` into a buffer taken from the pool's free list (epoll).
 fn recv_into_pool(fd: RawFd, pool: &BufferPool) -> Attempt {
+    match recv_bytes(fd, pool) {
+        Ok((buf, drained)) => Attempt::Done {
+            c: Completion {
+                result: buf.len() as i32,
+                buf: Some(buf),
+                addr: None,
+            },
+            drained,
+        },
+        Err(other) => other,
+    }
+}
+
+/// [`recv_into_pool`] as parts: the bytes and whether they drained the socket, or what
+/// else the try came to (it would block, end of stream, an error, an empty pool).
+#[inline]
+pub(crate) fn recv_bytes(fd: RawFd, pool: &BufferPool) -> Result<(PoolBuf, bool), Attempt> {
     let Some((bid, ptr)) = pool.take_free() else {
-        return Attempt::result(-libc::ENOBUFS);
+        return Err(Attempt::result(-libc::ENOBUFS));
     };
     let size = pool.buf_size();
     // SAFETY: `ptr` is a free pool buffer of `size` bytes that nobody else holds.
     let r = super::syscall_result(unsafe { libc::recv(fd, ptr.cast(), size, 0) });
     if r <= 0 {
         pool.recycle(bid);
-        return Attempt::from_syscall(r, |_| false);
+        return Err(Attempt::from_syscall(r, |_| false));
     }
-    let mut c = Completion::new(r);
-    c.buf = Some(pool.provided(bid, r as usize));
-    Attempt::Done {
-        c,
-        drained: (r as usize) < size,
-    }
+    Ok((pool.provided(bid, r as usize), (r as usize) < size))
 }

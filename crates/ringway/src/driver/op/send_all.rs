@@ -46,15 +46,33 @@ impl EpollOp for SendAll {
         Readiness::Write(self.fd)
     }
     unsafe fn attempt(&self, state: &mut EpollOpState, _: &BufferPool) -> Attempt {
+        // SAFETY: the caller's promise for `buf`.
+        match unsafe { self.send_rest(&mut state.progress) } {
+            None => Attempt::Blocked,
+            Some(r) => Attempt::result(r),
+        }
+    }
+}
+
+impl SendAll {
+    /// Sends what is left from `*progress` on: `Some(len)` once every byte went,
+    /// `Some(-errno)` if the socket failed, `None` if it is full (what went is counted
+    /// in `progress`; the next try goes on from there).
+    ///
+    /// # Safety
+    ///
+    /// `buf` is readable for `len` bytes.
+    #[inline]
+    pub(crate) unsafe fn send_rest(&self, progress: &mut usize) -> Option<i32> {
         let total = self.len as usize;
-        while state.progress < total {
-            let left = total - state.progress;
+        while *progress < total {
+            let left = total - *progress;
             // SAFETY: the caller's promise: `buf` is readable for `len` bytes, and
             // `progress < len`.
             let r = unsafe {
                 libc::send(
                     self.fd,
-                    self.buf.add(state.progress).cast(),
+                    self.buf.add(*progress).cast(),
                     left,
                     libc::MSG_NOSIGNAL,
                 )
@@ -62,20 +80,17 @@ impl EpollOp for SendAll {
             let r = super::syscall_result(r);
             if r == -libc::EAGAIN || r == -libc::EWOULDBLOCK {
                 // The socket is full; what was sent so far stays counted.
-                return Attempt::Blocked;
+                return None;
             }
             if r < 0 {
-                return Attempt::result(r);
+                return Some(r);
             }
-            state.progress += r as usize;
+            *progress += r as usize;
             if (r as usize) < left {
                 // A short send filled the socket: the next try would only say EAGAIN.
-                return Attempt::Blocked;
+                return None;
             }
         }
-        Attempt::Done {
-            c: crate::driver::Completion::new(self.len as i32),
-            drained: false,
-        }
+        Some(self.len as i32)
     }
 }

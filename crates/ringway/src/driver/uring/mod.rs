@@ -20,6 +20,7 @@ use scratch::Pause;
 pub(crate) use scratch::UringScratch;
 
 use std::io;
+use std::mem::MaybeUninit;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
@@ -28,10 +29,12 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use super::op::{AfterEnd, Op, OpKind, UringOp};
 use super::starved::Starved;
 use super::table::{Notify, OpTable, SlotState};
-use super::{Completion, Delivery, OpId};
+use super::{Completion, Delivery, HeldValue, OpId};
 use scratch::ScratchPages;
 
 const INTERNAL: u64 = u32::MAX as u64;
+/// CQEs copied out of the completion queue at a time (16 bytes each, on the stack).
+const REAP_BATCH: usize = 64;
 const WAKE_UD: u64 = (1 << 32) | INTERNAL;
 const CANCEL_UD: u64 = (2 << 32) | INTERNAL;
 const TIMEOUT_UD: u64 = (3 << 32) | INTERNAL;
@@ -77,8 +80,6 @@ pub(crate) struct Uring {
     unsubmitted: Vec<OpId>,
     /// Parked receives being re-armed this turn (kept for its capacity).
     rearm: Vec<OpId>,
-    /// CQEs copied out of the completion queue, so dispatching them may submit.
-    cqes: Vec<(u64, i32, u32)>,
     /// Counted here (push has no stats at hand) and folded into the stats each turn.
     sq_full_flushes: u64,
 }
@@ -94,7 +95,6 @@ impl Uring {
             starved: Starved::default(),
             unsubmitted: Vec::new(),
             rearm: Vec::new(),
-            cqes: Vec::with_capacity(256),
             sq_full_flushes: 0,
         };
         u.arm_wake();
@@ -123,9 +123,13 @@ impl Uring {
         let Some(slot) = table.get_mut(id) else {
             return;
         };
-        let scratch = self.scratch.get(id.index);
-        scratch.plain_send = false;
-        scratch.pause = Pause::Running;
+        if slot.multishot || matches!(slot.op, Op::Send(_)) {
+            // What a previous op of this slot may have left in the flags that only these
+            // ops read (`cancel` reads `pause` of multishot ops only).
+            let scratch = self.scratch.get(id.index);
+            scratch.plain_send = false;
+            scratch.pause = Pause::Running;
+        }
         if let Some(addr) = slot.op.input_addr() {
             // SAFETY: the submitter guarantees `addr` is valid during submission.
             self.scratch.get(id.index).addr = unsafe { *addr };
@@ -195,7 +199,8 @@ impl Uring {
             d.deliver(id, Completion::new(-libc::ECANCELED), true);
             return;
         }
-        if self.scratch.get(id.index).pause == Pause::Stopped {
+        let multishot = d.table.get_mut(id).is_some_and(|s| s.multishot);
+        if multishot && self.scratch.get(id.index).pause == Pause::Stopped {
             // Stopped for backlog: not in the kernel, nothing to cancel there.
             self.scratch.get(id.index).pause = Pause::Running;
             d.deliver(id, Completion::new(-libc::ECANCELED), true);
@@ -319,26 +324,19 @@ impl Uring {
 
     fn reap(&mut self, d: &mut Delivery<'_>) -> usize {
         let mut n = 0;
+        // A batch is copied out (in bulk, onto the stack) so the completion queue's
+        // borrow ends before dispatching, which may re-arm, i.e. submit.
+        let mut batch = [const { MaybeUninit::<cqueue::Entry>::uninit() }; REAP_BATCH];
         loop {
-            // Copy a batch out so the completion queue's borrow ends before dispatching
-            // (which may re-arm, i.e. submit).
-            let mut cqes = std::mem::take(&mut self.cqes);
-            cqes.extend(
-                self.ring
-                    .completion()
-                    .map(|c| (c.user_data(), c.result(), c.flags())),
-            );
+            let cqes = self.ring.completion().fill(&mut batch);
             if cqes.is_empty() {
-                self.cqes = cqes;
                 break;
             }
             n += cqes.len();
             d.stats.completions += cqes.len() as u64;
-            for &(ud, res, flags) in &cqes {
-                self.dispatch(d, ud, res, flags);
+            for c in cqes.iter() {
+                self.dispatch(d, c.user_data(), c.result(), c.flags());
             }
-            cqes.clear();
-            self.cqes = cqes;
         }
         n
     }
@@ -353,6 +351,9 @@ impl Uring {
         }
         let id = OpId::from_user_data(ud);
         let more = cqueue::more(flags);
+        if self.dispatch_common(d, id, result, flags, more) {
+            return;
+        }
         let mut c = Completion::new(result);
         if let Some(bid) = cqueue::buffer_select(flags) {
             c.buf = Some(d.pool.provided(bid, result.max(0) as usize));
@@ -424,6 +425,60 @@ impl Uring {
             c.result = -libc::ETIMEDOUT;
         }
         d.deliver(id, c, !more);
+    }
+
+    /// The two completions a busy server is mostly made of, handled with one slot
+    /// lookup: bytes of a multishot receive that a task awaits, and the end of an
+    /// operation nobody awaits (a background send). Returns false, having done nothing,
+    /// for anything else (an end of a multishot op, a cancel, a timeout, zero-copy, a
+    /// parked receive, the low-level face): `dispatch` sees to those.
+    #[inline]
+    fn dispatch_common(
+        &mut self,
+        d: &mut Delivery<'_>,
+        id: OpId,
+        result: i32,
+        flags: u32,
+        more: bool,
+    ) -> bool {
+        let Some(slot) = d.table.get_mut(id) else {
+            return false;
+        };
+        if slot.starved || slot.cancel_requested || slot.timeout.is_some() {
+            return false;
+        }
+        match slot.state {
+            SlotState::Owned if more && result > 0 => {
+                let (Op::RecvMulti(_), Notify::Waker(_)) = (&slot.op, &slot.notify) else {
+                    return false;
+                };
+                let Some(bid) = cqueue::buffer_select(flags) else {
+                    return false;
+                };
+                let c = Completion {
+                    result,
+                    buf: Some(d.pool.provided(bid, result as usize)),
+                    addr: None,
+                };
+                super::delivery::to_waker(slot, id, c, false, d.stats, d.backlogged);
+                true
+            }
+            SlotState::Orphaned if !more => {
+                if slot.multishot
+                    || slot.op.yields_fd()
+                    || matches!(slot.op, Op::Send(_))
+                    || cqueue::buffer_select(flags).is_some()
+                    || slot.single.is_some()
+                    || !slot.queue.is_empty()
+                {
+                    return false;
+                }
+                HeldValue::finish_in_place(&mut slot.held, result);
+                d.table.release_emptied(id);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// The CQEs of a send that may have gone as `SEND_ZC`: the result comes first (with
