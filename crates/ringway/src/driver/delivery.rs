@@ -100,6 +100,7 @@ pub(crate) fn to_waker(
                 }
             }
         }
+        slot.update_watch();
     } else {
         slot.single = Some(c);
     }

@@ -55,6 +55,7 @@ pub use op::Op;
 use delivery::{Delivery, Sink};
 pub(crate) use held::{Held, HeldValue, KeptUntilDone};
 use op::OpKind;
+pub(crate) use table::QueueWatch;
 use table::{Notify, OpTable, SlotState, BACKLOG};
 
 use crate::buf::BufferPool;
@@ -661,6 +662,7 @@ impl Driver {
             return Poll::Ready(None);
         };
         if let Some(c) = slot.queue.pop_front() {
+            slot.update_watch();
             if slot.backlogged && slot.queue.len() <= BACKLOG / 2 {
                 // Caught up: receive again.
                 slot.backlogged = false;
@@ -693,6 +695,7 @@ impl Driver {
             return Poll::Ready(None);
         };
         if let Some(Completion { result, buf, .. }) = slot.queue.pop_front() {
+            slot.update_watch();
             if slot.backlogged && slot.queue.len() <= BACKLOG / 2 {
                 self.caught_up(id);
             }
@@ -704,6 +707,19 @@ impl Driver {
         }
         OpTable::register_waker(slot, cx.waker());
         Poll::Pending
+    }
+
+    /// The count of what waits for the consumer of multishot operation `id` (see
+    /// [`QueueWatch`](table::QueueWatch)), kept up to date from now on; `None` if the
+    /// slot is gone.
+    pub(crate) fn watch_queue(&mut self, id: OpId) -> Option<table::QueueWatch> {
+        let slot = self.table.get_mut(id)?;
+        let watch = slot
+            .watch
+            .get_or_insert_with(|| std::rc::Rc::new(std::cell::Cell::new(0)))
+            .clone();
+        slot.update_watch();
+        Some(watch)
     }
 
     /// The consumer of a backlogged receive caught up: receive again.
@@ -741,6 +757,8 @@ impl Driver {
         }
         slot.state = SlotState::Orphaned;
         slot.held = held;
+        // Its consumer is gone.
+        slot.watch = None;
         slot.notify = Notify::Waker(None);
         self.cancel(id);
     }

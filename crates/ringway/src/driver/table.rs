@@ -8,7 +8,9 @@
 //! kernel (that is the backends' scratch, which never moves), so the slots themselves
 //! may move when the table grows: one flat vector, one bounds check per lookup.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
+use std::rc::Rc;
 use std::task::Waker;
 use std::time::Duration;
 
@@ -65,7 +67,17 @@ pub(crate) struct Slot {
     /// Executor face, multishot: the consumer is `BACKLOG` completions behind, so the
     /// backend receives no more until it has caught up (see `Delivery::deliver`).
     pub backlogged: bool,
+    /// Executor face, multishot: a count its consumer reads without the driver, kept at
+    /// `queue.len() + done` (see [`QueueWatch`]).
+    pub watch: Option<QueueWatch>,
 }
+
+/// What a multishot operation's consumer can read without borrowing the driver: how
+/// many completions wait for it, plus one once the operation is done (`u32::MAX` once
+/// the slot is freed). While it reads 0 and the slot holds the consumer's waker, a poll
+/// has nothing to find: the consumer returns `Pending` at once (the driver wakes it
+/// when the count moves, as it always did).
+pub(crate) type QueueWatch = Rc<Cell<u32>>;
 
 /// How many completions a multishot receive may have waiting for its consumer before
 /// it stops receiving. Each holds a pool buffer: without a bound, one connection whose
@@ -91,6 +103,15 @@ impl Slot {
             timeout: None,
             starved: false,
             backlogged: false,
+            watch: None,
+        }
+    }
+
+    /// Brings the consumer's [`QueueWatch`] up to date, if it has one.
+    #[inline(always)]
+    pub(crate) fn update_watch(&self) {
+        if let Some(w) = &self.watch {
+            w.set(self.queue.len() as u32 + self.done as u32);
         }
     }
 }
@@ -160,6 +181,7 @@ impl OpTable {
         slot.starved = false;
         slot.backlogged = false;
         debug_assert!(slot.queue.is_empty() && slot.single.is_none() && slot.held.is_none());
+        debug_assert!(slot.watch.is_none());
         let gen = slot.gen;
         self.live += 1;
         OpId { index, gen }
@@ -209,10 +231,18 @@ impl OpTable {
             slot.state = SlotState::Free;
             // A waker stays (see `register_waker`); it is not woken while the slot is
             // free, and no completion can reach a free slot.
-            if slot.held.is_some() || slot.single.is_some() || !slot.queue.is_empty() {
+            if slot.held.is_some()
+                || slot.single.is_some()
+                || !slot.queue.is_empty()
+                || slot.watch.is_some()
+            {
                 slot.held = None;
                 slot.single = None;
                 slot.queue.clear();
+                if let Some(w) = slot.watch.take() {
+                    // Whoever still reads it must ask the driver from now on.
+                    w.set(u32::MAX);
+                }
             }
             self.free.push(id.index);
             self.live -= 1;
@@ -226,6 +256,7 @@ impl OpTable {
         let slot = &mut self.slots[id.index as usize];
         debug_assert!(slot.gen == id.gen && slot.state != SlotState::Free);
         debug_assert!(slot.held.is_none() && slot.single.is_none() && slot.queue.is_empty());
+        debug_assert!(slot.watch.is_none());
         slot.state = SlotState::Free;
         self.free.push(id.index);
         self.live -= 1;

@@ -3,12 +3,12 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use super::background::{Background, Flush, SendAllFuture};
 use crate::buf::{IoBuf, IoBufMut, PoolBuf, Slice};
 use crate::driver::op::RecvMulti;
-use crate::driver::RawAddr;
+use crate::driver::{QueueWatch, RawAddr};
 use crate::io::ops::{self, Read, RecvPoolOnce, Write, WriteVectored};
 use crate::io::{MultiShot, OpFuture};
 use crate::runtime::context::{try_with_driver, with_driver};
@@ -212,6 +212,8 @@ impl Socket {
         RecvStream {
             shot: MultiShot::new(RecvMulti { fd: self.fd() }.into()),
             done: false,
+            watch: None,
+            waker: None,
         }
     }
 
@@ -258,6 +260,11 @@ impl Drop for Socket {
 pub struct RecvStream {
     shot: MultiShot,
     done: bool,
+    /// How many completions wait in the driver (plus one once it is done), readable
+    /// without the driver; set at the first `Pending`.
+    watch: Option<QueueWatch>,
+    /// The waker the driver's slot holds (the one of the last `Pending`).
+    waker: Option<Waker>,
 }
 
 impl RecvStream {
@@ -276,6 +283,14 @@ impl RecvStream {
         if self.done {
             return Poll::Ready(None);
         }
+        if let (Some(watch), Some(waker)) = (&self.watch, &self.waker) {
+            if watch.get() == 0 && waker.will_wake(cx.waker()) {
+                // Nothing waits in the driver, and its slot holds this task's waker,
+                // armed: asking it would only find that out. The driver wakes the task
+                // when the count moves.
+                return Poll::Pending;
+            }
+        }
         let polled = match self.shot.id() {
             // Armed: only the result and the buffer come back from the driver.
             Some(id) => with_driver(|d| d.poll_recv(id, cx)),
@@ -285,11 +300,30 @@ impl RecvStream {
                 .map(|c| c.map(|c| (c.result, c.buf))),
         };
         match polled {
-            Poll::Pending => Poll::Pending,
+            Poll::Pending => {
+                // The driver has just registered `cx`'s waker: note it.
+                match &self.waker {
+                    Some(w) if w.will_wake(cx.waker()) => {}
+                    _ => self.registered(cx),
+                }
+                Poll::Pending
+            }
             Poll::Ready(Some((r, Some(b)))) if r > 0 => Poll::Ready(Some(Ok(b))),
             Poll::Ready(other) => {
                 self.done = true;
                 Poll::Ready(Self::ended(other))
+            }
+        }
+    }
+
+    /// The driver's slot holds `cx`'s waker from now on; the first time, the stream
+    /// starts watching the count of what waits for it.
+    #[cold]
+    fn registered(&mut self, cx: &Context<'_>) {
+        self.waker = Some(cx.waker().clone());
+        if self.watch.is_none() {
+            if let Some(id) = self.shot.id() {
+                self.watch = with_driver(|d| d.watch_queue(id));
             }
         }
     }
