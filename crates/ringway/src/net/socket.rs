@@ -278,7 +278,7 @@ impl RecvStream {
     }
 
     /// Poll form of [`next`](Self::next).
-    #[inline]
+    #[inline(always)]
     pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<PoolBuf>>> {
         if self.done {
             return Poll::Ready(None);
@@ -291,6 +291,13 @@ impl RecvStream {
                 return Poll::Pending;
             }
         }
+        self.poll_driver(cx)
+    }
+
+    /// `poll_next` past the check that needs no driver. Kept out of line so that the
+    /// `Pending` a stream mostly answers costs no stack frame of this size.
+    #[inline(never)]
+    fn poll_driver(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<PoolBuf>>> {
         let polled = match self.shot.id() {
             // Armed: only the result and the buffer come back from the driver.
             Some(id) => with_driver(|d| d.poll_recv(id, cx)),
