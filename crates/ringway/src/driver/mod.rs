@@ -623,6 +623,7 @@ impl Driver {
         }
     }
 
+    #[inline]
     fn start(&mut self, id: OpId) {
         self.stats.submitted += 1;
         if let ActiveBackend::Uring(u) = &mut self.backend {
