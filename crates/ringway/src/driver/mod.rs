@@ -663,7 +663,6 @@ impl Driver {
             return Poll::Ready(None);
         };
         if let Some(c) = slot.queue.pop_front() {
-            slot.update_watch();
             if slot.backlogged && slot.queue.len() <= BACKLOG / 2 {
                 // Caught up: receive again.
                 slot.backlogged = false;
@@ -695,12 +694,13 @@ impl Driver {
         let Some(slot) = self.table.get_mut(id) else {
             return Poll::Ready(None);
         };
-        if let Some(Completion { result, buf, .. }) = slot.queue.pop_front() {
-            slot.update_watch();
-            if slot.backlogged && slot.queue.len() <= BACKLOG / 2 {
-                self.caught_up(id);
-            }
-            return Poll::Ready(Some((result, buf)));
+        let popped = match &slot.watch {
+            Some(w) => w.items.borrow_mut().pop_front(),
+            None => slot.queue.pop_front().map(|c| (c.result, c.buf)),
+        };
+        if let Some(item) = popped {
+            self.stream_took(id);
+            return Poll::Ready(Some(item));
         }
         if slot.done {
             self.table.release(id);
@@ -710,17 +710,43 @@ impl Driver {
         Poll::Pending
     }
 
-    /// The count of what waits for the consumer of multishot operation `id` (see
-    /// [`QueueWatch`](table::QueueWatch)), kept up to date from now on; `None` if the
-    /// slot is gone.
+    /// The stream of receive `id` took a completion: if its receive is stopped for
+    /// backlog and it has caught up, receive again.
+    #[inline]
+    pub(crate) fn stream_took(&mut self, id: OpId) {
+        let Some(slot) = self.table.get_mut(id) else {
+            return;
+        };
+        if !slot.backlogged {
+            return;
+        }
+        let left = match &slot.watch {
+            Some(w) => w.items.borrow().len(),
+            None => slot.queue.len(),
+        };
+        if left <= BACKLOG / 2 {
+            self.caught_up(id);
+        }
+    }
+
+    /// From now on, the completions of multishot receive `id` go to a queue its stream
+    /// holds (see [`StreamQueue`](table::StreamQueue)), with those already queued;
+    /// `None` if the slot is gone.
     pub(crate) fn watch_queue(&mut self, id: OpId) -> Option<table::QueueWatch> {
         let slot = self.table.get_mut(id)?;
-        let watch = slot
-            .watch
-            .get_or_insert_with(|| std::rc::Rc::new(std::cell::Cell::new(0)))
-            .clone();
-        slot.update_watch();
-        Some(watch)
+        if let Some(w) = &slot.watch {
+            return Some(w.clone());
+        }
+        let shared = table::StreamQueue::default();
+        shared
+            .items
+            .borrow_mut()
+            .extend(slot.queue.drain(..).map(|c| (c.result, c.buf)));
+        shared.done.set(slot.done);
+        shared.backlogged.set(slot.backlogged);
+        let shared = std::rc::Rc::new(shared);
+        slot.watch = Some(shared.clone());
+        Some(shared)
     }
 
     /// The consumer of a backlogged receive caught up: receive again.
@@ -730,6 +756,9 @@ impl Driver {
             return;
         };
         slot.backlogged = false;
+        if let Some(w) = &slot.watch {
+            w.backlogged.set(false);
+        }
         let (backend, mut delivery) = self.split(None);
         match backend {
             ActiveBackend::Uring(u) => u.resume(&mut delivery, id),

@@ -8,7 +8,7 @@
 //! kernel (that is the backends' scratch, which never moves), so the slots themselves
 //! may move when the table grows: one flat vector, one bounds check per lookup.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
 use std::task::Waker;
@@ -17,6 +17,7 @@ use std::time::Duration;
 use super::held::HeldValue;
 use super::op::{Nop, Op};
 use super::{Completion, OpId};
+use crate::buf::PoolBuf;
 
 /// Who hears about an operation's completions.
 pub(crate) enum Notify {
@@ -67,17 +68,28 @@ pub(crate) struct Slot {
     /// Executor face, multishot: the consumer is `BACKLOG` completions behind, so the
     /// backend receives no more until it has caught up (see `Delivery::deliver`).
     pub backlogged: bool,
-    /// Executor face, multishot: a count its consumer reads without the driver, kept at
-    /// `queue.len() + done` (see [`QueueWatch`]).
+    /// Executor face, multishot receive: the queue its consumer (a `RecvStream`) shares
+    /// with the driver; completions go there rather than to `queue` once it is set.
     pub watch: Option<QueueWatch>,
 }
 
-/// What a multishot operation's consumer can read without borrowing the driver: how
-/// many completions wait for it, plus one once the operation is done (`u32::MAX` once
-/// the slot is freed). While it reads 0 and the slot holds the consumer's waker, a poll
-/// has nothing to find: the consumer returns `Pending` at once (the driver wakes it
-/// when the count moves, as it always did).
-pub(crate) type QueueWatch = Rc<Cell<u32>>;
+/// A multishot receive's completions, shared by the driver (which pushes) and its
+/// stream (which pops, without borrowing the driver). Single-threaded: both live on
+/// the core.
+#[derive(Default)]
+pub(crate) struct StreamQueue {
+    /// `(result, buffer)` of each completion not yet taken.
+    pub items: RefCell<VecDeque<(i32, Option<PoolBuf>)>>,
+    /// The final completion is in `items` (or taken), or the slot is gone: once
+    /// `items` is empty, only the driver can say what comes next.
+    pub done: Cell<bool>,
+    /// The receive is stopped until the stream has caught up (see `Slot::backlogged`):
+    /// the stream tells the driver when it has.
+    pub backlogged: Cell<bool>,
+}
+
+/// A [`StreamQueue`] as the slot and its stream hold it.
+pub(crate) type QueueWatch = Rc<StreamQueue>;
 
 /// How many completions a multishot receive may have waiting for its consumer before
 /// it stops receiving. Each holds a pool buffer: without a bound, one connection whose
@@ -104,14 +116,6 @@ impl Slot {
             starved: false,
             backlogged: false,
             watch: None,
-        }
-    }
-
-    /// Brings the consumer's [`QueueWatch`] up to date, if it has one.
-    #[inline(always)]
-    pub(crate) fn update_watch(&self) {
-        if let Some(w) = &self.watch {
-            w.set(self.queue.len() as u32 + self.done as u32);
         }
     }
 }
@@ -240,8 +244,8 @@ impl OpTable {
                 slot.single = None;
                 slot.queue.clear();
                 if let Some(w) = slot.watch.take() {
-                    // Whoever still reads it must ask the driver from now on.
-                    w.set(u32::MAX);
+                    // Its stream must ask the driver from now on (and hear it is gone).
+                    w.done.set(true);
                 }
             }
             self.free.push(id.index);

@@ -260,8 +260,8 @@ impl Drop for Socket {
 pub struct RecvStream {
     shot: MultiShot,
     done: bool,
-    /// How many completions wait in the driver (plus one once it is done), readable
-    /// without the driver; set at the first `Pending`.
+    /// The queue the driver pushes this receive's completions to, shared with it; set
+    /// at the first `Pending` (before that they wait in the driver's slot).
     watch: Option<QueueWatch>,
     /// The waker the driver's slot holds (the one of the last `Pending`).
     waker: Option<Waker>,
@@ -283,19 +283,26 @@ impl RecvStream {
         if self.done {
             return Poll::Ready(None);
         }
-        if let (Some(watch), Some(waker)) = (&self.watch, &self.waker) {
-            if watch.get() == 0 && waker.will_wake(cx.waker()) {
-                // Nothing waits in the driver, and its slot holds this task's waker,
-                // armed: asking it would only find that out. The driver wakes the task
-                // when the count moves.
+        if let Some(shared) = &self.watch {
+            let popped = shared.items.borrow_mut().pop_front();
+            if let Some(item) = popped {
+                if shared.backlogged.get() {
+                    self.took_while_backlogged();
+                }
+                return self.taken(Poll::Ready(Some(item)), cx);
+            }
+            if !shared.done.get() && self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                // Nothing waits, the operation goes on, and the driver's slot holds
+                // this task's waker, armed: asking the driver would only find that out.
+                // It wakes the task when it queues something.
                 return Poll::Pending;
             }
         }
         self.poll_driver(cx)
     }
 
-    /// `poll_next` past the check that needs no driver. Kept out of line so that the
-    /// `Pending` a stream mostly answers costs no stack frame of this size.
+    /// `poll_next` past what needs no driver. Kept out of line so that the `Pending` a
+    /// stream mostly answers costs no stack frame of this size.
     #[inline(never)]
     fn poll_driver(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<PoolBuf>>> {
         let polled = match self.shot.id() {
@@ -306,6 +313,16 @@ impl RecvStream {
                 .poll_next(cx)
                 .map(|c| c.map(|c| (c.result, c.buf))),
         };
+        self.taken(polled, cx)
+    }
+
+    /// What a poll's outcome means to the reader.
+    #[inline(always)]
+    fn taken(
+        &mut self,
+        polled: Poll<Option<(i32, Option<PoolBuf>)>>,
+        cx: &Context<'_>,
+    ) -> Poll<Option<io::Result<PoolBuf>>> {
         match polled {
             Poll::Pending => {
                 // The driver has just registered `cx`'s waker: note it.
@@ -323,8 +340,17 @@ impl RecvStream {
         }
     }
 
+    /// Took a completion while the receive is stopped for backlog: the driver resumes it
+    /// once the stream has caught up.
+    #[cold]
+    fn took_while_backlogged(&self) {
+        if let Some(id) = self.shot.id() {
+            with_driver(|d| d.stream_took(id));
+        }
+    }
+
     /// The driver's slot holds `cx`'s waker from now on; the first time, the stream
-    /// starts watching the count of what waits for it.
+    /// takes its queue over from the driver (completions are pushed there from now on).
     #[cold]
     fn registered(&mut self, cx: &Context<'_>) {
         self.waker = Some(cx.waker().clone());
