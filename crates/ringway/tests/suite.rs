@@ -636,3 +636,54 @@ async fn multishot_receive_sees_end_of_stream_when_data_and_fin_arrive_together(
     }
     server.join().unwrap();
 }
+
+#[ringway::test(both)]
+async fn multishot_receive_wakes_the_waker_of_its_latest_poll() {
+    // A stream that found nothing answers later polls without asking the driver, as long
+    // as the same waker polls it. Polled first by another waker (a stream handed from
+    // one future to another), then by this task: the task must be the one woken, and
+    // only by the bytes (they come from a thread, so nothing else wakes it).
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::task::{Context, Wake, Waker};
+    struct Count(AtomicUsize);
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut client = std::net::TcpStream::connect(addr).unwrap();
+    let (mut server, _) = listener.accept().await.unwrap();
+    let mut rx = server.recv_multishot();
+    for round in 0..3u8 {
+        let other = Arc::new(Count(AtomicUsize::new(0)));
+        let other_waker = Waker::from(other.clone());
+        let mut cx = Context::from_waker(&other_waker);
+        assert!(
+            rx.poll_next(&mut cx).is_pending(),
+            "round {round}: nothing sent"
+        );
+        assert!(
+            rx.poll_next(&mut cx).is_pending(),
+            "round {round}: still nothing"
+        );
+        let sender = std::thread::spawn(move || {
+            use std::io::Write;
+            std::thread::sleep(Duration::from_millis(30));
+            client.write_all(&[round; 5]).unwrap();
+            client
+        });
+        // This task polls it now (its own waker), then the bytes arrive.
+        let got = timeout(Duration::from_secs(5), rx.next()).await;
+        client = sender.join().unwrap();
+        let chunk = got.unwrap_or_else(|_| panic!("round {round}: the task was never woken"));
+        assert_eq!(&chunk.unwrap().unwrap()[..], &[round; 5][..]);
+        assert_eq!(
+            other.0.load(Ordering::SeqCst),
+            0,
+            "round {round}: the old waker was woken"
+        );
+    }
+}

@@ -1,6 +1,6 @@
 //! Routing a completion to whoever owns its operation.
 
-use super::table::{Notify, OpTable, Slot, SlotState, BACKLOG};
+use super::table::{Notify, OpTable, Slot, SlotState, StreamQueue, BACKLOG};
 use super::{Completion, DriverStats, OpId};
 use crate::buf::BufferPool;
 
@@ -79,7 +79,9 @@ pub(crate) fn to_waker(
     stats: &mut DriverStats,
     backlogged: &mut Vec<OpId>,
 ) {
-    if slot.multishot {
+    if let Some(shared) = &slot.watch {
+        to_stream(shared, &mut slot.backlogged, id, c, last, stats, backlogged);
+    } else if slot.multishot {
         slot.queue.push_back(c);
         if slot.backlogged {
             // Its reader is behind: keep the bytes, not the pool buffer.
@@ -107,5 +109,40 @@ pub(crate) fn to_waker(
     // the next registration costs nothing.
     if let (true, Notify::Waker(Some(w))) = (slot.armed, &slot.notify) {
         w.wake_by_ref();
+    }
+}
+
+/// [`to_waker`]'s queueing for a receive whose stream holds its queue: the same bound
+/// and the same copying of a backlogged reader's buffers, in the stream's queue.
+#[inline(always)]
+fn to_stream(
+    shared: &StreamQueue,
+    slot_backlogged: &mut bool,
+    id: OpId,
+    c: Completion,
+    last: bool,
+    stats: &mut DriverStats,
+    backlogged: &mut Vec<OpId>,
+) {
+    let mut items = shared.items.borrow_mut();
+    items.push_back((c.result, c.buf));
+    if last {
+        shared.done.set(true);
+    }
+    if *slot_backlogged {
+        if let Some(b) = items.back_mut().and_then(|(_, b)| b.as_mut()) {
+            b.unshare();
+        }
+    }
+    if !last && !*slot_backlogged && items.len() >= BACKLOG {
+        *slot_backlogged = true;
+        shared.backlogged.set(true);
+        stats.recv_backlogged += 1;
+        backlogged.push(id);
+        for (_, waiting) in items.iter_mut() {
+            if let Some(b) = waiting.as_mut() {
+                b.unshare();
+            }
+        }
     }
 }

@@ -55,6 +55,7 @@ pub use op::Op;
 use delivery::{Delivery, Sink};
 pub(crate) use held::{Held, HeldValue, KeptUntilDone};
 use op::OpKind;
+pub(crate) use table::QueueWatch;
 use table::{Notify, OpTable, SlotState, BACKLOG};
 
 use crate::buf::BufferPool;
@@ -622,6 +623,7 @@ impl Driver {
         }
     }
 
+    #[inline]
     fn start(&mut self, id: OpId) {
         self.stats.submitted += 1;
         if let ActiveBackend::Uring(u) = &mut self.backend {
@@ -692,11 +694,13 @@ impl Driver {
         let Some(slot) = self.table.get_mut(id) else {
             return Poll::Ready(None);
         };
-        if let Some(Completion { result, buf, .. }) = slot.queue.pop_front() {
-            if slot.backlogged && slot.queue.len() <= BACKLOG / 2 {
-                self.caught_up(id);
-            }
-            return Poll::Ready(Some((result, buf)));
+        let popped = match &slot.watch {
+            Some(w) => w.items.borrow_mut().pop_front(),
+            None => slot.queue.pop_front().map(|c| (c.result, c.buf)),
+        };
+        if let Some(item) = popped {
+            self.stream_took(id);
+            return Poll::Ready(Some(item));
         }
         if slot.done {
             self.table.release(id);
@@ -706,6 +710,45 @@ impl Driver {
         Poll::Pending
     }
 
+    /// The stream of receive `id` took a completion: if its receive is stopped for
+    /// backlog and it has caught up, receive again.
+    #[inline]
+    pub(crate) fn stream_took(&mut self, id: OpId) {
+        let Some(slot) = self.table.get_mut(id) else {
+            return;
+        };
+        if !slot.backlogged {
+            return;
+        }
+        let left = match &slot.watch {
+            Some(w) => w.items.borrow().len(),
+            None => slot.queue.len(),
+        };
+        if left <= BACKLOG / 2 {
+            self.caught_up(id);
+        }
+    }
+
+    /// From now on, the completions of multishot receive `id` go to a queue its stream
+    /// holds (see [`StreamQueue`](table::StreamQueue)), with those already queued;
+    /// `None` if the slot is gone.
+    pub(crate) fn watch_queue(&mut self, id: OpId) -> Option<table::QueueWatch> {
+        let slot = self.table.get_mut(id)?;
+        if let Some(w) = &slot.watch {
+            return Some(w.clone());
+        }
+        let shared = table::StreamQueue::default();
+        shared
+            .items
+            .borrow_mut()
+            .extend(slot.queue.drain(..).map(|c| (c.result, c.buf)));
+        shared.done.set(slot.done);
+        shared.backlogged.set(slot.backlogged);
+        let shared = std::rc::Rc::new(shared);
+        slot.watch = Some(shared.clone());
+        Some(shared)
+    }
+
     /// The consumer of a backlogged receive caught up: receive again.
     #[cold]
     fn caught_up(&mut self, id: OpId) {
@@ -713,6 +756,9 @@ impl Driver {
             return;
         };
         slot.backlogged = false;
+        if let Some(w) = &slot.watch {
+            w.backlogged.set(false);
+        }
         let (backend, mut delivery) = self.split(None);
         match backend {
             ActiveBackend::Uring(u) => u.resume(&mut delivery, id),
@@ -741,6 +787,8 @@ impl Driver {
         }
         slot.state = SlotState::Orphaned;
         slot.held = held;
+        // Its consumer is gone.
+        slot.watch = None;
         slot.notify = Notify::Waker(None);
         self.cancel(id);
     }

@@ -8,13 +8,16 @@
 //! kernel (that is the backends' scratch, which never moves), so the slots themselves
 //! may move when the table grows: one flat vector, one bounds check per lookup.
 
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
+use std::rc::Rc;
 use std::task::Waker;
 use std::time::Duration;
 
 use super::held::HeldValue;
 use super::op::{Nop, Op};
 use super::{Completion, OpId};
+use crate::buf::PoolBuf;
 
 /// Who hears about an operation's completions.
 pub(crate) enum Notify {
@@ -65,7 +68,28 @@ pub(crate) struct Slot {
     /// Executor face, multishot: the consumer is `BACKLOG` completions behind, so the
     /// backend receives no more until it has caught up (see `Delivery::deliver`).
     pub backlogged: bool,
+    /// Executor face, multishot receive: the queue its consumer (a `RecvStream`) shares
+    /// with the driver; completions go there rather than to `queue` once it is set.
+    pub watch: Option<QueueWatch>,
 }
+
+/// A multishot receive's completions, shared by the driver (which pushes) and its
+/// stream (which pops, without borrowing the driver). Single-threaded: both live on
+/// the core.
+#[derive(Default)]
+pub(crate) struct StreamQueue {
+    /// `(result, buffer)` of each completion not yet taken.
+    pub items: RefCell<VecDeque<(i32, Option<PoolBuf>)>>,
+    /// The final completion is in `items` (or taken), or the slot is gone: once
+    /// `items` is empty, only the driver can say what comes next.
+    pub done: Cell<bool>,
+    /// The receive is stopped until the stream has caught up (see `Slot::backlogged`):
+    /// the stream tells the driver when it has.
+    pub backlogged: Cell<bool>,
+}
+
+/// A [`StreamQueue`] as the slot and its stream hold it.
+pub(crate) type QueueWatch = Rc<StreamQueue>;
 
 /// How many completions a multishot receive may have waiting for its consumer before
 /// it stops receiving. Each holds a pool buffer: without a bound, one connection whose
@@ -91,6 +115,7 @@ impl Slot {
             timeout: None,
             starved: false,
             backlogged: false,
+            watch: None,
         }
     }
 }
@@ -160,6 +185,7 @@ impl OpTable {
         slot.starved = false;
         slot.backlogged = false;
         debug_assert!(slot.queue.is_empty() && slot.single.is_none() && slot.held.is_none());
+        debug_assert!(slot.watch.is_none());
         let gen = slot.gen;
         self.live += 1;
         OpId { index, gen }
@@ -209,10 +235,18 @@ impl OpTable {
             slot.state = SlotState::Free;
             // A waker stays (see `register_waker`); it is not woken while the slot is
             // free, and no completion can reach a free slot.
-            if slot.held.is_some() || slot.single.is_some() || !slot.queue.is_empty() {
+            if slot.held.is_some()
+                || slot.single.is_some()
+                || !slot.queue.is_empty()
+                || slot.watch.is_some()
+            {
                 slot.held = None;
                 slot.single = None;
                 slot.queue.clear();
+                if let Some(w) = slot.watch.take() {
+                    // Its stream must ask the driver from now on (and hear it is gone).
+                    w.done.set(true);
+                }
             }
             self.free.push(id.index);
             self.live -= 1;
@@ -226,6 +260,7 @@ impl OpTable {
         let slot = &mut self.slots[id.index as usize];
         debug_assert!(slot.gen == id.gen && slot.state != SlotState::Free);
         debug_assert!(slot.held.is_none() && slot.single.is_none() && slot.queue.is_empty());
+        debug_assert!(slot.watch.is_none());
         slot.state = SlotState::Free;
         self.free.push(id.index);
         self.live -= 1;

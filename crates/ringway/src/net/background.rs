@@ -106,7 +106,7 @@ impl Background {
         Poll::Ready(self.error().map_or(Ok(()), Err))
     }
 
-    #[inline]
+    #[inline(always)]
     fn finish(&self, error: i32) {
         if error != 0 {
             let _ = self

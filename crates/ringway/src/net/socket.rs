@@ -3,12 +3,12 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use super::background::{Background, Flush, SendAllFuture};
 use crate::buf::{IoBuf, IoBufMut, PoolBuf, Slice};
 use crate::driver::op::RecvMulti;
-use crate::driver::RawAddr;
+use crate::driver::{QueueWatch, RawAddr};
 use crate::io::ops::{self, Read, RecvPoolOnce, Write, WriteVectored};
 use crate::io::{MultiShot, OpFuture};
 use crate::runtime::context::{try_with_driver, with_driver};
@@ -212,6 +212,8 @@ impl Socket {
         RecvStream {
             shot: MultiShot::new(RecvMulti { fd: self.fd() }.into()),
             done: false,
+            watch: None,
+            waker: None,
         }
     }
 
@@ -258,6 +260,11 @@ impl Drop for Socket {
 pub struct RecvStream {
     shot: MultiShot,
     done: bool,
+    /// The queue the driver pushes this receive's completions to, shared with it; set
+    /// at the first `Pending` (before that they wait in the driver's slot).
+    watch: Option<QueueWatch>,
+    /// The waker the driver's slot holds (the one of the last `Pending`).
+    waker: Option<Waker>,
 }
 
 impl RecvStream {
@@ -271,11 +278,33 @@ impl RecvStream {
     }
 
     /// Poll form of [`next`](Self::next).
-    #[inline]
+    #[inline(always)]
     pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<PoolBuf>>> {
         if self.done {
             return Poll::Ready(None);
         }
+        if let Some(shared) = &self.watch {
+            let popped = shared.items.borrow_mut().pop_front();
+            if let Some(item) = popped {
+                if shared.backlogged.get() {
+                    self.took_while_backlogged();
+                }
+                return self.taken(Poll::Ready(Some(item)), cx);
+            }
+            if !shared.done.get() && self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                // Nothing waits, the operation goes on, and the driver's slot holds
+                // this task's waker, armed: asking the driver would only find that out.
+                // It wakes the task when it queues something.
+                return Poll::Pending;
+            }
+        }
+        self.poll_driver(cx)
+    }
+
+    /// `poll_next` past what needs no driver. Kept out of line so that the `Pending` a
+    /// stream mostly answers costs no stack frame of this size.
+    #[inline(never)]
+    fn poll_driver(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<PoolBuf>>> {
         let polled = match self.shot.id() {
             // Armed: only the result and the buffer come back from the driver.
             Some(id) => with_driver(|d| d.poll_recv(id, cx)),
@@ -284,12 +313,50 @@ impl RecvStream {
                 .poll_next(cx)
                 .map(|c| c.map(|c| (c.result, c.buf))),
         };
+        self.taken(polled, cx)
+    }
+
+    /// What a poll's outcome means to the reader.
+    #[inline(always)]
+    fn taken(
+        &mut self,
+        polled: Poll<Option<(i32, Option<PoolBuf>)>>,
+        cx: &Context<'_>,
+    ) -> Poll<Option<io::Result<PoolBuf>>> {
         match polled {
-            Poll::Pending => Poll::Pending,
+            Poll::Pending => {
+                // The driver has just registered `cx`'s waker: note it.
+                match &self.waker {
+                    Some(w) if w.will_wake(cx.waker()) => {}
+                    _ => self.registered(cx),
+                }
+                Poll::Pending
+            }
             Poll::Ready(Some((r, Some(b)))) if r > 0 => Poll::Ready(Some(Ok(b))),
             Poll::Ready(other) => {
                 self.done = true;
                 Poll::Ready(Self::ended(other))
+            }
+        }
+    }
+
+    /// Took a completion while the receive is stopped for backlog: the driver resumes it
+    /// once the stream has caught up.
+    #[cold]
+    fn took_while_backlogged(&self) {
+        if let Some(id) = self.shot.id() {
+            with_driver(|d| d.stream_took(id));
+        }
+    }
+
+    /// The driver's slot holds `cx`'s waker from now on; the first time, the stream
+    /// takes its queue over from the driver (completions are pushed there from now on).
+    #[cold]
+    fn registered(&mut self, cx: &Context<'_>) {
+        self.waker = Some(cx.waker().clone());
+        if self.watch.is_none() {
+            if let Some(id) = self.shot.id() {
+                self.watch = with_driver(|d| d.watch_queue(id));
             }
         }
     }

@@ -119,6 +119,7 @@ impl Uring {
 
     /// Starts a newly submitted operation: its input address is copied now (the
     /// caller's may not outlive the submit), its SQE goes with the next enter.
+    #[inline]
     pub(crate) fn start(&mut self, table: &mut OpTable, id: OpId) {
         let Some(slot) = table.get_mut(id) else {
             return;
