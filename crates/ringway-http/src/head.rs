@@ -173,42 +173,24 @@ impl RawHead {
             Method::from_bytes(&head[self.method_start as usize..][..self.method_len as usize])
                 .map_err(|_| HttpError::bad("bad method"))?;
         *req.version_mut() = self.version;
-        let head = &head[..self.len];
-        // Built only if something is not in the core's recent parts.
-        let mut shared: Option<Bytes> = None;
-        let mut slice = |at: usize, len: usize| {
-            shared
-                .get_or_insert_with(|| share_head(head))
-                .slice(at..at + len)
-        };
+        let shared = share_head(&head[..self.len]);
         let t = self.target_start as usize;
-        let target = &head[t..t + self.target_len as usize];
-        let base = head.as_ptr() as usize;
+        *req.uri_mut() = Uri::from_maybe_shared(shared.slice(t..t + self.target_len as usize))
+            .map_err(|_| HttpError::bad("bad target"))?;
         let map = req.headers_mut();
         map.reserve(self.fields as usize);
-        let uri = crate::recent_parts::with(|recent| {
-            let uri = recent
-                .uri(target, |own| {
-                    Uri::from_maybe_shared(own.unwrap_or_else(|| slice(t, target.len())))
-                })
-                .map_err(|_| HttpError::bad("bad target"))?;
-            for (at, (name, value)) in self.raw_fields(head).enumerate() {
-                let (name, value) = recent.field(at, name, value, |own| {
-                    let name = HeaderName::from_bytes(name)
-                        .map_err(|_| HttpError::bad("invalid field name"))?;
-                    let value =
-                        own.unwrap_or_else(|| slice(value.as_ptr() as usize - base, value.len()));
-                    // SAFETY: the http crate's contract (not memory safety): httparse
-                    // admitted exactly the bytes a HeaderValue may hold (HTAB, SP to
-                    // `~`, 0x80 and up); debug builds check again.
-                    let value = unsafe { HeaderValue::from_maybe_shared_unchecked(value) };
-                    Ok::<_, HttpError>((name, value))
-                })?;
-                map.append(name, value);
-            }
-            Ok::<_, HttpError>(uri)
-        })?;
-        *req.uri_mut() = uri;
+        let base = head.as_ptr() as usize;
+        for (name, value) in self.raw_fields(head) {
+            let name =
+                HeaderName::from_bytes(name).map_err(|_| HttpError::bad("invalid field name"))?;
+            let at = value.as_ptr() as usize - base;
+            let value = shared.slice(at..at + value.len());
+            // SAFETY: the http crate's contract (not memory safety): httparse admitted
+            // exactly the bytes a HeaderValue may hold (HTAB, SP to `~`, 0x80 and up);
+            // debug builds check again.
+            let value = unsafe { HeaderValue::from_maybe_shared_unchecked(value) };
+            map.append(name, value);
+        }
         Ok(())
     }
 }

@@ -72,7 +72,6 @@ mod input;
 mod log;
 mod mime;
 mod prepared;
-mod recent_parts;
 mod request_line;
 mod response;
 mod select;
