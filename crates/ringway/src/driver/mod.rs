@@ -33,6 +33,7 @@ mod addr;
 mod completion;
 mod delivery;
 mod epoll;
+mod first_inline;
 mod held;
 pub mod op;
 pub mod probe;

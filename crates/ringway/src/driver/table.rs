@@ -14,6 +14,7 @@ use std::rc::Rc;
 use std::task::Waker;
 use std::time::Duration;
 
+use super::first_inline::FirstInline;
 use super::held::HeldValue;
 use super::op::{Nop, Op};
 use super::{Completion, OpId};
@@ -79,7 +80,7 @@ pub(crate) struct Slot {
 #[derive(Default)]
 pub(crate) struct StreamQueue {
     /// `(result, buffer)` of each completion not yet taken.
-    pub items: RefCell<VecDeque<(i32, Option<PoolBuf>)>>,
+    pub items: RefCell<FirstInline<(i32, Option<PoolBuf>)>>,
     /// The final completion is in `items` (or taken), or the slot is gone: once
     /// `items` is empty, only the driver can say what comes next.
     pub done: Cell<bool>,

@@ -1,8 +1,7 @@
 //! What the epoll backend knows about one fd: whether each direction is believed ready,
 //! whether the peer closed it, and the operations parked on each direction, in order.
 
-use std::collections::VecDeque;
-
+use crate::driver::first_inline::FirstInline;
 use crate::driver::OpId;
 
 /// One direction of an fd.
@@ -22,8 +21,10 @@ pub(super) struct FdState {
     read_closed: bool,
     /// HUP/ERR: writes fail at once from now on.
     write_closed: bool,
-    readers: VecDeque<OpId>,
-    writers: VecDeque<OpId>,
+    /// Mostly one op (a stream's receive) or none: kept inline, so that an idle
+    /// connection's fd state allocates nothing.
+    readers: FirstInline<OpId>,
+    writers: FirstInline<OpId>,
 }
 
 impl FdState {
@@ -35,12 +36,12 @@ impl FdState {
             writable: true,
             read_closed: false,
             write_closed: false,
-            readers: VecDeque::new(),
-            writers: VecDeque::new(),
+            readers: FirstInline::default(),
+            writers: FirstInline::default(),
         }
     }
 
-    pub(super) fn queue(&mut self, dir: Direction) -> &mut VecDeque<OpId> {
+    pub(super) fn queue(&mut self, dir: Direction) -> &mut FirstInline<OpId> {
         match dir {
             Direction::Read => &mut self.readers,
             Direction::Write => &mut self.writers,
