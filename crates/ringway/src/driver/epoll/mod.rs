@@ -34,8 +34,10 @@ const WAKE_KEY: u64 = u64::MAX;
 
 /// One operation's epoll-only state, by slot index.
 pub(crate) struct EpollOpState {
-    /// An address the op reads (`Connect`, `SendTo`), copied at submission.
-    pub addr: RawAddr,
+    /// An address the op reads (`Connect`, `SendTo`), copied at submission. Boxed:
+    /// a `sockaddr_storage` is 128 bytes and most ops (every stream's receive) read
+    /// none; the slot keeps the box for its next op, so a socket's `SendTo`s reuse it.
+    addr: Option<Box<RawAddr>>,
     /// A non-blocking connect is under way: the next try reads its outcome.
     pub connecting: bool,
     /// Bytes a `SendAll` has sent so far.
@@ -47,9 +49,16 @@ pub(crate) struct EpollOpState {
 }
 
 impl EpollOpState {
+    /// The address copied at submission, for an op that reads one.
+    pub(crate) fn addr(&self) -> &RawAddr {
+        self.addr
+            .as_deref()
+            .expect("an op that reads an address had it copied at submission")
+    }
+
     fn new() -> Self {
         EpollOpState {
-            addr: RawAddr::empty(),
+            addr: None,
             connecting: false,
             progress: 0,
             deadline: None,
@@ -221,7 +230,11 @@ impl Epoll {
         debug_assert!(state.close_after.is_none());
         if let Some(addr) = op.input_addr() {
             // SAFETY: the submitter guarantees `addr` is valid during submission.
-            state.addr = unsafe { *addr };
+            let copied = unsafe { *addr };
+            match &mut state.addr {
+                Some(kept) => **kept = copied,
+                None => state.addr = Some(Box::new(copied)),
+            }
         }
         if let Some(t) = timeout {
             let at = Instant::now() + t;

@@ -42,7 +42,7 @@ impl EpollOp for Connect {
     }
     unsafe fn attempt(&self, state: &mut EpollOpState, _: &BufferPool) -> Attempt {
         if !state.connecting {
-            let (addr, len) = state.addr.as_ptr();
+            let (addr, len) = state.addr().as_ptr();
             // SAFETY: the address lives in `state` for the call.
             let r = super::syscall_result(unsafe { libc::connect(self.fd, addr, len) } as isize);
             if r == -libc::EINPROGRESS || r == -libc::EAGAIN {

@@ -56,7 +56,7 @@ impl EpollOp for SendTo {
         Readiness::Write(self.fd)
     }
     unsafe fn attempt(&self, state: &mut EpollOpState, _: &BufferPool) -> Attempt {
-        let (addr, addrlen) = state.addr.as_ptr();
+        let (addr, addrlen) = state.addr().as_ptr();
         // SAFETY: `buf` is readable for `len` bytes (the caller's promise); the address
         // lives in `state` for the call.
         let r = unsafe {
