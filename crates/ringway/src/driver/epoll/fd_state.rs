@@ -1,7 +1,8 @@
 //! What the epoll backend knows about one fd: whether each direction is believed ready,
 //! whether the peer closed it, and the operations parked on each direction, in order.
 
-use crate::driver::first_inline::FirstInline;
+use std::collections::VecDeque;
+
 use crate::driver::OpId;
 
 /// One direction of an fd.
@@ -21,10 +22,8 @@ pub(super) struct FdState {
     read_closed: bool,
     /// HUP/ERR: writes fail at once from now on.
     write_closed: bool,
-    /// Mostly one op (a stream's receive) or none: kept inline, so that an idle
-    /// connection's fd state allocates nothing.
-    readers: FirstInline<OpId>,
-    writers: FirstInline<OpId>,
+    readers: VecDeque<OpId>,
+    writers: VecDeque<OpId>,
 }
 
 impl FdState {
@@ -36,12 +35,12 @@ impl FdState {
             writable: true,
             read_closed: false,
             write_closed: false,
-            readers: FirstInline::default(),
-            writers: FirstInline::default(),
+            readers: VecDeque::new(),
+            writers: VecDeque::new(),
         }
     }
 
-    pub(super) fn queue(&mut self, dir: Direction) -> &mut FirstInline<OpId> {
+    pub(super) fn queue(&mut self, dir: Direction) -> &mut VecDeque<OpId> {
         match dir {
             Direction::Read => &mut self.readers,
             Direction::Write => &mut self.writers,
