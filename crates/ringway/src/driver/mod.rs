@@ -664,15 +664,7 @@ impl Driver {
             return Poll::Ready(None);
         };
         if let Some(c) = slot.queue.pop_front() {
-            if slot.backlogged && slot.queue.len() <= BACKLOG / 2 {
-                // Caught up: receive again.
-                slot.backlogged = false;
-                let (backend, mut delivery) = self.split(None);
-                match backend {
-                    ActiveBackend::Uring(u) => u.resume(&mut delivery, id),
-                    ActiveBackend::Epoll(e) => e.resume(&mut delivery, id),
-                }
-            }
+            self.stream_took(id);
             return Poll::Ready(Some(c));
         }
         if slot.done {
@@ -711,8 +703,9 @@ impl Driver {
         Poll::Pending
     }
 
-    /// The stream of receive `id` took a completion: if its receive is stopped for
-    /// backlog and it has caught up, receive again.
+    /// The consumer of multishot op `id` (a `RecvStream`, or any `poll_next` caller) took
+    /// a completion: if the op is stopped for backlog and its consumer has caught up,
+    /// resume it.
     #[inline]
     pub(crate) fn stream_took(&mut self, id: OpId) {
         let Some(slot) = self.table.get_mut(id) else {
