@@ -133,14 +133,50 @@ impl Receiver {
     ///
     /// One buffer per call, never a look at the next: a request fits in one, and asking
     /// the receive again right away would find it empty (a wasted poll per read).
+    #[inline]
     pub(crate) fn poll_read(
         &mut self,
         cx: &mut Context<'_>,
         sink: &mut impl ReadSink,
     ) -> Poll<io::Result<()>> {
-        if sink.room() == 0 {
+        let room = sink.room();
+        if room == 0 {
             return Poll::Ready(Ok(()));
         }
+        if self.held.is_some() || self.replay_pos < self.replay.len() || self.eof {
+            return self.poll_read_held(cx, sink);
+        }
+        // Nothing at hand (the usual case: the last read used its buffer up): the next
+        // buffer goes straight to the sink, and back to the pool at once if it fits.
+        match ready!(self.rx.poll_next(cx)) {
+            Some(Ok(buf)) => {
+                let n = buf.len().min(room);
+                sink.put(&buf[..n]);
+                if n < buf.len() {
+                    self.held = Some(buf);
+                    self.pos = n;
+                }
+                Poll::Ready(Ok(()))
+            }
+            Some(Err(e)) => {
+                self.eof = true;
+                Poll::Ready(Err(e))
+            }
+            None => {
+                self.eof = true;
+                Poll::Ready(Ok(()))
+            }
+        }
+    }
+
+    /// [`poll_read`](Self::poll_read) from what is held (a partly read buffer, bytes put
+    /// back) or after the end.
+    #[inline(never)]
+    fn poll_read_held(
+        &mut self,
+        cx: &mut Context<'_>,
+        sink: &mut impl ReadSink,
+    ) -> Poll<io::Result<()>> {
         let bytes = ready!(self.poll_fill(cx))?;
         let n = bytes.len().min(sink.room());
         sink.put(&bytes[..n]);

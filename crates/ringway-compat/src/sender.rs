@@ -289,7 +289,18 @@ impl<S: StreamSocket> Outbox<S> {
     /// Hands the gathered bytes to the kernel, unless the connection's owner does that
     /// after its poll. Ready at once: with a send in flight, the helper task (woken by
     /// the write that gathered them) hands them over when it ends.
+    #[inline]
     pub(crate) fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.deferred && self.failed.is_none() && !self.shut {
+            // The owner hands the bytes over after this poll: nothing to do (the path
+            // of every hyper response under `Server`).
+            return Poll::Ready(Ok(()));
+        }
+        self.poll_flush_slow(cx)
+    }
+
+    #[inline(never)]
+    fn poll_flush_slow(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         if self.deferred || (self.busy() && !self.gather.is_empty() && self.failed.is_none()) {
             return Poll::Ready(self.check());
         }

@@ -132,6 +132,7 @@ impl<S: StreamSocket> CompatStream<S> {
         self.with_outbox(|o| o.poll_write(cx, bufs))
     }
 
+    #[inline]
     pub(crate) fn poll_flush_inner(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.link.borrow_mut().poll_flush(cx)
     }
