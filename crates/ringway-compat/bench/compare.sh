@@ -18,6 +18,11 @@
 #          http-hyper, or taken from BIN=DIR)
 #        CALLGRIND=0     skip the instruction counts
 #        WALL=0          skip the wall-clock loads (instruction counts only)
+#        ROUNDS=N        run the wall-clock loads N times, the peers back to back within a
+#                        round (so a change of load on a shared machine hits every peer of
+#                        the round alike); the table shows each peer's median, the ratios
+#                        are the medians of the per-round ratios, with their range
+#                        (default 1)
 #        SKIP_BUILD=1    use the binaries already built
 # Needs wrk (apt-get install wrk) and, for the counts, valgrind (apt-get install valgrind).
 set -euo pipefail
@@ -26,6 +31,7 @@ D=${1:-5}
 PEERS=${PEERS:-"compat-uring compat-epoll tokio-ct tokio-mt1 ringway-http"}
 CALLGRIND=${CALLGRIND:-1}
 WALL=${WALL:-1}
+ROUNDS=${ROUNDS:-1}
 OUT=${OUT:-target/compat-bench}
 B=crates/ringway-compat/bench
 PORT=$((18400 + RANDOM % 1000))
@@ -76,32 +82,65 @@ run_wrk() { # SHAPE SECONDS URL -> wrk's output
 
 stop() { kill -TERM "$1" 2>/dev/null || true; sleep 0.3; kill -KILL "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 
-declare -A RPS CPU INS
+# wall_load PEER SHAPE PORT -> "req/s CPU-us-per-request" of one measured window.
+wall_load() {
+  local peer=$1 shape=$2 port=$3 url pid out t0 t1 reqs
+  url=http://127.0.0.1:$port/plaintext
+  # shellcheck disable=SC2046
+  taskset -c 0 $(server_cmd "$peer" 127.0.0.1:$port) >"$OUT/$peer.$shape.log" 2>&1 &
+  pid=$!
+  wait_port $port
+  run_wrk "$shape" 1 "$url" >/dev/null # warm-up
+  t0=$(cpu_ticks $pid)
+  out=$(run_wrk "$shape" "$D" "$url")
+  t1=$(cpu_ticks $pid)
+  stop $pid
+  if echo "$out" | grep -q "Non-2xx\|Socket errors"; then
+    echo "compare.sh: $peer $shape: wrk saw errors:" >&2
+    echo "$out" | grep "Non-2xx\|Socket errors" >&2
+  fi
+  reqs=$(echo "$out" | awk '/requests in/ {print $1}')
+  echo "$(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')" \
+    "$(awk -v t=$((t1 - t0)) -v hz="$HZ" -v r="$reqs" 'BEGIN {printf "%.2f", t / hz * 1e6 / r}')"
+}
+
+median() { # numbers... -> their median
+  printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+
+declare -A RPS CPU INS ROUND_RPS ROUND_CPU
 for peer in $PEERS; do
   for shape in c50 p16; do
     RPS[$peer.$shape]=-
     CPU[$peer.$shape]=-
-    if [ "$WALL" = 1 ]; then
-      PORT=$((PORT + 1))
-      url=http://127.0.0.1:$PORT/plaintext
-      # shellcheck disable=SC2046
-      taskset -c 0 $(server_cmd "$peer" 127.0.0.1:$PORT) >"$OUT/$peer.$shape.log" 2>&1 &
-      pid=$!
-      wait_port $PORT
-      run_wrk "$shape" 1 "$url" >/dev/null # warm-up
-      t0=$(cpu_ticks $pid)
-      out=$(run_wrk "$shape" "$D" "$url")
-      t1=$(cpu_ticks $pid)
-      stop $pid
-      reqs=$(echo "$out" | awk '/requests in/ {print $1}')
-      RPS[$peer.$shape]=$(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')
-      CPU[$peer.$shape]=$(awk -v t=$((t1 - t0)) -v hz="$HZ" -v r="$reqs" 'BEGIN {printf "%.2f", t / hz * 1e6 / r}')
-      if echo "$out" | grep -q "Non-2xx\|Socket errors"; then
-        echo "compare.sh: $peer $shape: wrk saw errors:" >&2
-        echo "$out" | grep "Non-2xx\|Socket errors" >&2
-      fi
-    fi
+  done
+done
+if [ "$WALL" = 1 ]; then
+  for round in $(seq 1 "$ROUNDS"); do
+    for shape in c50 p16; do
+      for peer in $PEERS; do
+        PORT=$((PORT + 1))
+        read -r rps cpu < <(wall_load "$peer" "$shape" $PORT)
+        ROUND_RPS[$peer.$shape.$round]=$rps
+        ROUND_CPU[$peer.$shape.$round]=$cpu
+      done
+    done
+  done
+  for peer in $PEERS; do
+    for shape in c50 p16; do
+      rs=() cs=()
+      for round in $(seq 1 "$ROUNDS"); do
+        rs+=("${ROUND_RPS[$peer.$shape.$round]}")
+        cs+=("${ROUND_CPU[$peer.$shape.$round]}")
+      done
+      RPS[$peer.$shape]=$(median "${rs[@]}" | awk '{printf "%.0f", $1}')
+      CPU[$peer.$shape]=$(median "${cs[@]}")
+    done
+  done
+fi
 
+for peer in $PEERS; do
+  for shape in c50 p16; do
     if [ "$CALLGRIND" = 1 ]; then
       PORT=$((PORT + 1))
       url=http://127.0.0.1:$PORT/plaintext
@@ -131,8 +170,22 @@ ratio() { # A B -> A/B, or - when either is missing
   awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }'
 }
 
+# cpu_ratio PEER BASE SHAPE -> CPU per request of PEER over BASE: with ROUNDS > 1, the
+# median of the per-round ratios and their range.
+cpu_ratio() {
+  local peer=$1 base=$2 shape=$3 rs=() round
+  if [ "$WALL" != 1 ] || [ "$ROUNDS" = 1 ]; then
+    ratio "${CPU[$peer.$shape]}" "${CPU[$base.$shape]}"
+    return
+  fi
+  for round in $(seq 1 "$ROUNDS"); do
+    rs+=("$(ratio "${ROUND_CPU[$peer.$shape.$round]}" "${ROUND_CPU[$base.$shape.$round]}")")
+  done
+  echo "$(median "${rs[@]}") ($(printf '%s\n' "${rs[@]}" | sort -g | head -1)-$(printf '%s\n' "${rs[@]}" | sort -g | tail -1) over $ROUNDS rounds)"
+}
+
 echo
-echo "hyper hello, server on CPU 0, wrk -t1 -c50 on CPU 1, ${D}s per load ($(date -u +%F))"
+echo "hyper hello, server on CPU 0, wrk -t1 -c50 on CPU 1, ${D}s per load, $ROUNDS round(s) ($(date -u +%F))"
 echo
 echo "| server | c50 req/s | c50 CPU us/req | p16 req/s | p16 CPU us/req | c50 instr/req | p16 instr/req |"
 echo "|---|---:|---:|---:|---:|---:|---:|"
@@ -143,8 +196,8 @@ for base in tokio-ct tokio-mt1 bench-tokio; do
   [[ " $PEERS " == *" $base "* ]] || continue
   for peer in compat-uring compat-epoll bench-ringway; do
     [[ " $PEERS " == *" $peer "* ]] || continue
-    echo "$peer / $base: CPU per request c50 $(ratio "${CPU[$peer.c50]}" "${CPU[$base.c50]}")," \
-      "p16 $(ratio "${CPU[$peer.p16]}" "${CPU[$base.p16]}");" \
+    echo "$peer / $base: CPU per request c50 $(cpu_ratio "$peer" "$base" c50)," \
+      "p16 $(cpu_ratio "$peer" "$base" p16);" \
       "p16 throughput $(ratio "${RPS[$peer.p16]}" "${RPS[$base.p16]}");" \
       "instructions c50 $(ratio "${INS[$peer.c50]}" "${INS[$base.c50]}"), p16 $(ratio "${INS[$peer.p16]}" "${INS[$base.p16]}")"
   done
