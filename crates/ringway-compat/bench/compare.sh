@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # hyper hello on ringway (through ringway-compat) against the same hyper service on tokio
 # (current_thread, and multi_thread with one worker), plus `ringway serve --hello` (what
-# the adapter and hyper cost against ringway's own HTTP server). One run; each server
-# pinned to CPU 0, wrk pinned to CPU 1; /plaintext, 50 keep-alive connections, not
-# pipelined and pipelined x16.
+# the adapter and hyper cost against ringway's own HTTP server). One run (or ROUNDS);
+# each server pinned to CPU 0, wrk pinned to CPU 1; /plaintext, 50 keep-alive
+# connections, not pipelined and pipelined x16.
 #
 # Prints, per server: req/s and server CPU us per request (utime+stime from
-# /proc/PID/stat over the measured window) for both loads, then user-space instructions
-# per request under callgrind (warm-up, `callgrind_control -z`, measured load, `-d`,
-# the dump's total divided by the requests wrk completed in that window).
+# /proc/PID/stat over the measured window; in brackets the user-space part, utime) for
+# both loads, then user-space instructions per request under callgrind (warm-up,
+# `callgrind_control -z`, measured load, `-d`, the dump's total divided by the requests
+# wrk completed in that window).
 #
 # Usage: crates/ringway-compat/bench/compare.sh [SECONDS]      (default 5)
 #   env: PEERS="compat-uring compat-epoll tokio-ct tokio-mt1 ringway-http"
@@ -72,6 +73,7 @@ wait_port() {
 }
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+user_ticks() { awk '{print $14}' "/proc/$1/stat"; }
 
 run_wrk() { # SHAPE SECONDS URL -> wrk's output
   case "$1" in
@@ -82,9 +84,10 @@ run_wrk() { # SHAPE SECONDS URL -> wrk's output
 
 stop() { kill -TERM "$1" 2>/dev/null || true; sleep 0.3; kill -KILL "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 
-# wall_load PEER SHAPE PORT -> "req/s CPU-us-per-request" of one measured window.
+# wall_load PEER SHAPE PORT -> "req/s CPU-us-per-request user-us-per-request" of one
+# measured window.
 wall_load() {
-  local peer=$1 shape=$2 port=$3 url pid out t0 t1 reqs
+  local peer=$1 shape=$2 port=$3 url pid out t0 t1 u0 u1 reqs
   url=http://127.0.0.1:$port/plaintext
   # shellcheck disable=SC2046
   taskset -c 0 $(server_cmd "$peer" 127.0.0.1:$port) >"$OUT/$peer.$shape.log" 2>&1 &
@@ -92,8 +95,10 @@ wall_load() {
   wait_port $port
   run_wrk "$shape" 1 "$url" >/dev/null # warm-up
   t0=$(cpu_ticks $pid)
+  u0=$(user_ticks $pid)
   out=$(run_wrk "$shape" "$D" "$url")
   t1=$(cpu_ticks $pid)
+  u1=$(user_ticks $pid)
   stop $pid
   if echo "$out" | grep -q "Non-2xx\|Socket errors"; then
     echo "compare.sh: $peer $shape: wrk saw errors:" >&2
@@ -101,18 +106,20 @@ wall_load() {
   fi
   reqs=$(echo "$out" | awk '/requests in/ {print $1}')
   echo "$(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')" \
-    "$(awk -v t=$((t1 - t0)) -v hz="$HZ" -v r="$reqs" 'BEGIN {printf "%.2f", t / hz * 1e6 / r}')"
+    "$(awk -v t=$((t1 - t0)) -v hz="$HZ" -v r="$reqs" 'BEGIN {printf "%.2f", t / hz * 1e6 / r}')" \
+    "$(awk -v t=$((u1 - u0)) -v hz="$HZ" -v r="$reqs" 'BEGIN {printf "%.2f", t / hz * 1e6 / r}')"
 }
 
 median() { # numbers... -> their median
   printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2}'
 }
 
-declare -A RPS CPU INS ROUND_RPS ROUND_CPU
+declare -A RPS CPU USR INS ROUND_RPS ROUND_CPU ROUND_USR
 for peer in $PEERS; do
   for shape in c50 p16; do
     RPS[$peer.$shape]=-
     CPU[$peer.$shape]=-
+    USR[$peer.$shape]=-
   done
 done
 if [ "$WALL" = 1 ]; then
@@ -120,21 +127,24 @@ if [ "$WALL" = 1 ]; then
     for shape in c50 p16; do
       for peer in $PEERS; do
         PORT=$((PORT + 1))
-        read -r rps cpu < <(wall_load "$peer" "$shape" $PORT)
+        read -r rps cpu usr < <(wall_load "$peer" "$shape" $PORT)
         ROUND_RPS[$peer.$shape.$round]=$rps
         ROUND_CPU[$peer.$shape.$round]=$cpu
+        ROUND_USR[$peer.$shape.$round]=$usr
       done
     done
   done
   for peer in $PEERS; do
     for shape in c50 p16; do
-      rs=() cs=()
+      rs=() cs=() us=()
       for round in $(seq 1 "$ROUNDS"); do
         rs+=("${ROUND_RPS[$peer.$shape.$round]}")
         cs+=("${ROUND_CPU[$peer.$shape.$round]}")
+        us+=("${ROUND_USR[$peer.$shape.$round]}")
       done
       RPS[$peer.$shape]=$(median "${rs[@]}" | awk '{printf "%.0f", $1}')
       CPU[$peer.$shape]=$(median "${cs[@]}")
+      USR[$peer.$shape]=$(median "${us[@]}")
     done
   done
 fi
@@ -187,10 +197,13 @@ cpu_ratio() {
 echo
 echo "hyper hello, server on CPU 0, wrk -t1 -c50 on CPU 1, ${D}s per load, $ROUNDS round(s) ($(date -u +%F))"
 echo
+cpu_cell() { # PEER SHAPE -> "CPU (user USER)", or - without a wall-clock load
+  if [ "${CPU[$1.$2]}" = - ]; then echo -; else echo "${CPU[$1.$2]} (user ${USR[$1.$2]})"; fi
+}
 echo "| server | c50 req/s | c50 CPU us/req | p16 req/s | p16 CPU us/req | c50 instr/req | p16 instr/req |"
 echo "|---|---:|---:|---:|---:|---:|---:|"
 for peer in $PEERS; do
-  echo "| $peer | ${RPS[$peer.c50]} | ${CPU[$peer.c50]} | ${RPS[$peer.p16]} | ${CPU[$peer.p16]} | ${INS[$peer.c50]} | ${INS[$peer.p16]} |"
+  echo "| $peer | ${RPS[$peer.c50]} | $(cpu_cell "$peer" c50) | ${RPS[$peer.p16]} | $(cpu_cell "$peer" p16) | ${INS[$peer.c50]} | ${INS[$peer.p16]} |"
 done
 for base in tokio-ct tokio-mt1 bench-tokio; do
   [[ " $PEERS " == *" $base "* ]] || continue
