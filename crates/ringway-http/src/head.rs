@@ -10,6 +10,8 @@
 //! Everything here is pure (bytes in, a head or an [`HttpError`] out), so the property
 //! tests and the fuzz target drive it without sockets.
 
+use std::mem::MaybeUninit;
+
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Uri, Version};
@@ -17,7 +19,7 @@ use http::{Method, Uri, Version};
 use crate::config::{Config, MAX_HEADERS_CAP};
 use crate::error::{ErrorClass, HttpError};
 use crate::framing::{body_kind, BodyKind};
-use crate::origin_form::{origin_path_len, TARGET_CLASS};
+use crate::origin_form::origin_path_len;
 use crate::token::trim_ows;
 
 /// Longest target the `http` crate's `Uri` takes; a longer one is refused with 414
@@ -349,14 +351,17 @@ const FEW_FIELDS: usize = 16;
 /// the head has `Transfer-Encoding`, or a target in absolute or authority form).
 pub fn scan_head(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
     let max = cfg.max_headers.min(MAX_HEADERS_CAP);
-    let mut few = [httparse::EMPTY_HEADER; FEW_FIELDS];
+    // Slots httparse fills without reading (it initialises those it parses into): a
+    // head's worth of `EMPTY_HEADER`s written first would cost 32 bytes per slot per
+    // request.
+    let mut few = [const { MaybeUninit::uninit() }; FEW_FIELDS];
     let mut many;
-    let mut req = httparse::Request::new(&mut few[..max.min(FEW_FIELDS)]);
-    let mut parsed = req.parse(buf);
+    let mut req = httparse::Request::new(&mut []);
+    let mut parsed = req.parse_with_uninit_headers(buf, &mut few[..max.min(FEW_FIELDS)]);
     if parsed == Err(httparse::Error::TooManyHeaders) && max > FEW_FIELDS {
-        many = [httparse::EMPTY_HEADER; MAX_HEADERS_CAP];
-        req = httparse::Request::new(&mut many[..max]);
-        parsed = req.parse(buf);
+        many = [const { MaybeUninit::uninit() }; MAX_HEADERS_CAP];
+        req = httparse::Request::new(&mut []);
+        parsed = req.parse_with_uninit_headers(buf, &mut many[..max]);
     }
     let len = match parsed {
         Ok(httparse::Status::Complete(len)) => len,
@@ -401,7 +406,7 @@ pub fn scan_head(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
         return Err(HttpError::new(ErrorClass::UriTooLong, "target too long"));
     }
     let path_len = if target[0] == b'/' {
-        match origin_path_len(target, &TARGET_CLASS) {
+        match origin_path_len(&buf[target_start..len], target.len()) {
             Some(n) => Some(n),
             None => return Err(HttpError::bad("invalid target")),
         }

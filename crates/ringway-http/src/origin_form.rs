@@ -15,7 +15,7 @@ const QUERY: u8 = 2;
 /// allowed in the query. The same sets the `http` crate's `Uri` accepts (so a target
 /// that passes here always becomes a `Uri`), within what RFC 9112 allows on the wire
 /// (visible ASCII, no fragment).
-pub(crate) const TARGET_CLASS: [u8; 256] = {
+const TARGET_CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut b = 0x21;
     while b <= 0x7e {
@@ -79,16 +79,19 @@ mod simd {
 }
 
 /// For an origin-form target (one that starts with `/`): the length of its path
-/// (before `?`) if every byte is in the origin-form classes of `classes`, `None` if one
-/// is not.
-pub(crate) fn origin_path_len(target: &[u8], classes: &[u8; 256]) -> Option<usize> {
-    let path = span(target, classes, PATH);
-    let mut i = path;
-    if target.get(i) == Some(&b'?') {
-        i += 1;
-        i += span(&target[i..], classes, QUERY);
+/// (before `?`) if every byte of its `target_len` bytes is in the origin-form classes,
+/// `None` if one is not.
+///
+/// `from_target` starts with the target and may go on past it (the rest of the head):
+/// the byte that ends a target httparse parsed is a space, in no class, so the scan
+/// stops there, and the bytes after it give the 16-byte steps room on short targets.
+pub(crate) fn origin_path_len(from_target: &[u8], target_len: usize) -> Option<usize> {
+    let path = span(from_target, &TARGET_CLASS, PATH);
+    let mut end = path;
+    if path < target_len && from_target[path] == b'?' {
+        end = path + 1 + span(&from_target[path + 1..], &TARGET_CLASS, QUERY);
     }
-    (i == target.len()).then_some(path)
+    (end == target_len).then_some(path)
 }
 
 #[cfg(test)]
@@ -138,22 +141,47 @@ mod tests {
         }
     }
 
+    /// The target alone, and followed by the rest of a request line (as the scan sees
+    /// it): the same answer.
+    fn origin(target: &[u8]) -> Option<usize> {
+        let alone = origin_path_len(target, target.len());
+        let line = [target, b" HTTP/1.1\r\nHost: a\r\n\r\n"].concat();
+        assert_eq!(origin_path_len(&line, target.len()), alone, "{target:?}");
+        alone
+    }
+
     #[test]
     fn origin_path_and_classes() {
-        let classes = &TARGET_CLASS;
-        assert_eq!(origin_path_len(b"/a/b?c=d", classes), Some(4));
-        assert_eq!(origin_path_len(b"/", classes), Some(1));
-        assert_eq!(origin_path_len(b"/a?", classes), Some(2));
+        assert_eq!(origin(b"/a/b?c=d"), Some(4));
+        assert_eq!(origin(b"/"), Some(1));
+        assert_eq!(origin(b"/a?"), Some(2));
         // `?` may appear again in the query; `<`, `#` and UTF-8 nowhere.
-        assert_eq!(origin_path_len(b"/a?b?c", classes), Some(2));
-        for bad in [&b"/a<b"[..], b"/a#f", b"/a?b#", b"/\xc3\xa9", b"/a?\x7f"] {
-            assert_eq!(origin_path_len(bad, classes), None, "{bad:?}");
+        assert_eq!(origin(b"/a?b?c"), Some(2));
+        for bad in [
+            &b"/a<b"[..],
+            b"/a#f",
+            b"/a?b#",
+            b"/\xc3\xa9",
+            b"/a?\x7f",
+            b"/a?b<",
+        ] {
+            assert_eq!(origin(bad), None, "{bad:?}");
         }
-        // A long target crosses the 16-byte steps in both classes.
+        // Long targets cross the 16-byte steps in both classes.
         let long = [&b"/"[..], &[b'p'; 40], b"?", &[b'q'; 40]].concat();
-        assert_eq!(origin_path_len(&long, classes), Some(41));
-        let mut bad = long.clone();
-        bad[70] = b'"';
-        assert_eq!(origin_path_len(&bad, classes), None);
+        assert_eq!(origin(&long), Some(41));
+        for at in 1..long.len() {
+            let mut bad = long.clone();
+            bad[at] = b'"';
+            // `"` is allowed in a path, not in a query (in place of the `?`, all path).
+            let want = match at {
+                ..41 => Some(41),
+                41 => Some(long.len()),
+                _ => None,
+            };
+            assert_eq!(origin(&bad), want, "at {at}");
+            bad[at] = b'#';
+            assert_eq!(origin(&bad), None, "at {at}");
+        }
     }
 }
