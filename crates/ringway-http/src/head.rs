@@ -349,6 +349,7 @@ const FEW_FIELDS: usize = 16;
 
 /// Scans and checks a request head at the start of `buf`, allocating nothing (unless
 /// the head has `Transfer-Encoding`, or a target in absolute or authority form).
+#[inline]
 pub fn scan_head(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
     let max = cfg.max_headers.min(MAX_HEADERS_CAP);
     // Slots httparse fills without reading (it initialises those it parses into): a
