@@ -83,7 +83,27 @@ impl Deadline {
 
     /// Pending while `deadline` is ahead (the timer armed, no later than it); ready
     /// once it has passed.
+    #[inline]
     pub(crate) fn poll_timer(
+        &mut self,
+        cx: &mut Context<'_>,
+        now: u64,
+        deadline: u64,
+    ) -> Poll<Elapsed> {
+        // The common case, in the caller: a timer armed well before its time, no later
+        // than the deadline (nothing to poll: its waker is registered already).
+        if let Some((_, at)) = &self.armed {
+            if *at <= deadline && now + SLACK_NS < *at {
+                return Poll::Pending;
+            }
+        }
+        self.poll_timer_armed(cx, now, deadline)
+    }
+
+    /// [`poll_timer`](Self::poll_timer) when the timer is due soon, not armed, or armed
+    /// past the deadline.
+    #[inline(never)]
+    fn poll_timer_armed(
         &mut self,
         cx: &mut Context<'_>,
         mut now: u64,

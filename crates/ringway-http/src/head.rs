@@ -10,6 +10,8 @@
 //! Everything here is pure (bytes in, a head or an [`HttpError`] out), so the property
 //! tests and the fuzz target drive it without sockets.
 
+use std::mem::MaybeUninit;
+
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Uri, Version};
@@ -17,7 +19,7 @@ use http::{Method, Uri, Version};
 use crate::config::{Config, MAX_HEADERS_CAP};
 use crate::error::{ErrorClass, HttpError};
 use crate::framing::{body_kind, BodyKind};
-use crate::request_line::{parse_request_line, TARGET_CLASS};
+use crate::origin_form::origin_path_len;
 use crate::token::trim_ows;
 
 /// Longest target the `http` crate's `Uri` takes; a longer one is refused with 414
@@ -347,62 +349,72 @@ const FEW_FIELDS: usize = 16;
 
 /// Scans and checks a request head at the start of `buf`, allocating nothing (unless
 /// the head has `Transfer-Encoding`, or a target in absolute or authority form).
+#[inline]
 pub fn scan_head(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
-    let line = match parse_request_line(buf, &TARGET_CLASS) {
-        Ok(Some(line)) => line,
-        Ok(None) => return partial(buf, cfg),
+    let max = cfg.max_headers.min(MAX_HEADERS_CAP);
+    // Slots httparse fills without reading (it initialises those it parses into): a
+    // head's worth of `EMPTY_HEADER`s written first would cost 32 bytes per slot per
+    // request.
+    let mut few = [const { MaybeUninit::uninit() }; FEW_FIELDS];
+    let mut many;
+    let mut req = httparse::Request::new(&mut []);
+    let mut parsed = req.parse_with_uninit_headers(buf, &mut few[..max.min(FEW_FIELDS)]);
+    if parsed == Err(httparse::Error::TooManyHeaders) && max > FEW_FIELDS {
+        many = [const { MaybeUninit::uninit() }; MAX_HEADERS_CAP];
+        req = httparse::Request::new(&mut []);
+        parsed = req.parse_with_uninit_headers(buf, &mut many[..max]);
+    }
+    let len = match parsed {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return partial(buf, cfg),
         // The line may still be arriving: `HTTP/2` could become `HTTP/2.0` (505).
         Err(httparse::Error::Version) if memchr_nl(buf).is_none() && version_may_follow(buf) => {
             return partial(buf, cfg)
         }
         Err(e) => return Err(head_error(buf, cfg, e)),
     };
-    if line.len - 1 > cfg.max_request_line {
+    let (Some(method), Some(target), Some(minor)) = (req.method, req.path, req.version) else {
+        // (httparse sets all three before it completes a request.)
+        return Err(HttpError::bad("malformed request line"));
+    };
+    let base = buf.as_ptr() as usize;
+    let method_start = method.as_ptr() as usize - base;
+    let target_start = target.as_ptr() as usize - base;
+    // httparse took exactly `SP HTTP/1.x` and CR LF or a bare LF after the target.
+    let version_end = target_start + target.len() + 9;
+    let line_len = version_end + if buf[version_end] == b'\r' { 2 } else { 1 };
+    if line_len - 1 > cfg.max_request_line {
         return Err(HttpError::new(
             ErrorClass::UriTooLong,
             "request line too long",
         ));
     }
-    let max = cfg.max_headers.min(MAX_HEADERS_CAP);
-    let rest = &buf[line.len..];
-    let mut few = [httparse::EMPTY_HEADER; FEW_FIELDS];
-    let mut many;
-    let parsed = match httparse::parse_headers(rest, &mut few[..max.min(FEW_FIELDS)]) {
-        Err(httparse::Error::TooManyHeaders) if max > FEW_FIELDS => {
-            many = [httparse::EMPTY_HEADER; MAX_HEADERS_CAP];
-            httparse::parse_headers(rest, &mut many[..max])
-        }
-        other => other,
-    };
-    let (fields_len, fields) = match parsed {
-        Ok(httparse::Status::Complete(r)) => r,
-        Ok(httparse::Status::Partial) => return partial(buf, cfg),
-        Err(e) => return Err(head_error(buf, cfg, e)),
-    };
-    let len = line.len + fields_len;
     if len > cfg.max_head_size {
         return Err(HttpError::new(ErrorClass::HeaderTooLarge, "head too large"));
     }
-    // httparse refuses NUL and a CR without LF anywhere in the field lines (names are
-    // tokens, values exclude controls, line ends are CR LF or LF), and so does the
-    // request line's parser: checked again only in debug builds, and by the fuzz
-    // target.
+    // httparse refuses NUL and a CR without LF anywhere in the head (the method and
+    // field names are tokens, the target and values exclude controls, line ends are CR
+    // LF or LF): checked again only in debug builds, and by the fuzz target.
     debug_assert!(no_nul_or_bare_cr(&buf[..len]), "a control got through");
-    let method = &buf[line.method_start..line.method_start + line.method_len];
-    let version = if line.minor == 1 {
+    let method = method.as_bytes();
+    let version = if minor == 1 {
         Version::HTTP_11
     } else {
         Version::HTTP_10
     };
-    let target = &buf[line.target_start..line.target_start + line.target_len];
+    let target = target.as_bytes();
     if target.len() > MAX_TARGET {
         return Err(HttpError::new(ErrorClass::UriTooLong, "target too long"));
     }
-    let path_len = match line.origin_path {
-        Some(n) => Some(n),
-        None if target[0] == b'/' => return Err(HttpError::bad("invalid target")),
-        None => check_other_target(method, target)?,
+    let path_len = if target[0] == b'/' {
+        match origin_path_len(&buf[target_start..len], target.len()) {
+            Some(n) => Some(n),
+            None => return Err(HttpError::bad("invalid target")),
+        }
+    } else {
+        check_other_target(method, target)?
     };
+    let fields = &*req.headers;
 
     let mut hosts = 0u32;
     let mut lengths = 0u32;
@@ -481,12 +493,12 @@ pub fn scan_head(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
     };
     Ok(Scanned::Complete(RawHead {
         len,
-        method_start: line.method_start as u32,
-        method_len: line.method_len as u16,
-        target_start: line.target_start as u32,
-        target_len: line.target_len as u32,
+        method_start: method_start as u32,
+        method_len: method.len() as u16,
+        target_start: target_start as u32,
+        target_len: target.len() as u32,
         path_len: path_len.map_or(u32::MAX, |n| n as u32),
-        fields_start: line.len as u32,
+        fields_start: line_len as u32,
         fields: fields.len() as u16,
         version,
         body,
@@ -634,8 +646,8 @@ fn version_error(buf: &[u8]) -> HttpError {
     }
 }
 
-/// The target forms of RFC 9112 §3.2 other than origin form (which the request line's
-/// parser checked), each only where it belongs.
+/// The target forms of RFC 9112 §3.2 other than origin form (see [`origin_path_len`]),
+/// each only where it belongs.
 fn check_other_target(method: &[u8], bytes: &[u8]) -> Result<Option<usize>, HttpError> {
     let bad = || HttpError::bad("invalid target");
     if bytes

@@ -113,6 +113,7 @@ impl Watch {
     }
 
     /// Poll form of [`down`](Self::down).
+    #[inline]
     pub(crate) fn poll_down(&self, cx: &mut Context<'_>) -> Poll<()> {
         if self.state.context.down.get() {
             return Poll::Ready(());
@@ -122,6 +123,12 @@ impl Watch {
             // looked at above.
             return Poll::Pending;
         }
+        self.register(cx)
+    }
+
+    /// Leaves the task's waker for `trigger` (once per watch).
+    #[inline(never)]
+    fn register(&self, cx: &mut Context<'_>) -> Poll<()> {
         self.registered.set(true);
         let mut w = self.state.watchers.borrow_mut();
         if let Some(slot) = w.get_mut(self.key) {
