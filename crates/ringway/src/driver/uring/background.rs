@@ -14,7 +14,7 @@
 //! only after its CQE, and the socket forgets the send (`Background::finish`) in that
 //! same step, so nothing can name a finished entry: no generation is needed.
 
-use crate::driver::{HeldValue, OpId};
+use crate::driver::{Held, HeldValue, OpId};
 
 /// The low 32 bits of a background send's `user_data`.
 pub(crate) const TAG: u32 = u32::MAX - 1;
@@ -28,21 +28,20 @@ pub(crate) struct BackgroundSends {
 }
 
 impl BackgroundSends {
-    /// Keeps `held` until the send's CQE; returns the send's id (its `user_data` form
+    /// Keeps `held` until the send's CQE (a free entry is always `None`); returns the send's id (its `user_data` form
     /// goes into the SQE).
     #[inline]
-    pub(crate) fn insert(&mut self, held: HeldValue) -> OpId {
+    pub(crate) fn insert<H: Held>(&mut self, held: H) -> OpId {
         self.live += 1;
         let index = match self.free.pop() {
-            Some(i) => {
-                self.entries[i as usize] = Some(held);
-                i
-            }
+            Some(i) => i,
             None => {
-                self.entries.push(Some(held));
+                self.entries.push(None);
                 (self.entries.len() - 1) as u32
             }
         };
+        // Written in place: the entry is a few words, and a send starts per message.
+        HeldValue::put(&mut self.entries[index as usize], held);
         OpId {
             index: TAG,
             gen: index,

@@ -32,7 +32,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use super::op::{AfterEnd, Op, OpKind, SendAll, UringOp};
 use super::starved::Starved;
 use super::table::{Notify, OpTable, SlotState};
-use super::{Completion, Delivery, HeldValue, OpId};
+use super::{Completion, Delivery, Held, HeldValue, OpId};
 use scratch::ScratchPages;
 
 const INTERNAL: u64 = u32::MAX as u64;
@@ -119,7 +119,21 @@ impl Uring {
         self.push(sqe);
     }
 
+    /// Pushes one SQE, through a view of the submission queue alone (what `split` adds
+    /// is only needed when the queue is full).
+    #[inline]
     fn push(&mut self, sqe: squeue::Entry) {
+        // SAFETY: every pointer in the SQE stays valid until its final CQE: buffers are
+        // owned by the slot's future, `held` or the background table, scratch lives in
+        // stable pages.
+        if unsafe { self.ring.submission().push(&sqe) }.is_err() {
+            self.push_full(sqe);
+        }
+    }
+
+    /// `push` when the submission queue is full: hand it to the kernel first.
+    #[cold]
+    fn push_full(&mut self, sqe: squeue::Entry) {
         let (submitter, mut sq, _) = self.ring.split();
         push_into(&submitter, &mut sq, &sqe, &mut self.sq_full_flushes);
     }
@@ -149,7 +163,7 @@ impl Uring {
     /// (its buffer, its socket's record) is kept until its CQE, apart from the op table.
     /// Returns its id, for `close_after`.
     #[inline]
-    pub(crate) fn start_background(&mut self, send: &SendAll, held: HeldValue) -> OpId {
+    pub(crate) fn start_background<H: Held>(&mut self, send: &SendAll, held: H) -> OpId {
         let id = self.background.insert(held);
         let sqe = send.entry().user_data(id.to_user_data());
         self.push(sqe);
