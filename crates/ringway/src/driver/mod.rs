@@ -410,7 +410,8 @@ impl Driver {
         self.stats
     }
 
-    /// Operations whose slots are still taken (in flight, or waiting to be reaped).
+    /// Operations the driver still tracks: slots taken (in flight, or waiting to be
+    /// reaped) and, on io_uring, background sends in flight (which have no slot).
     pub fn live_ops(&self) -> usize {
         let background = match &self.backend {
             ActiveBackend::Uring(u) => u.background_count(),
