@@ -119,6 +119,11 @@ impl BufferPool {
 
     fn with_store(count: u16, buf_size: usize, store: Store) -> Self {
         assert!(count > 0 && buf_size > 0, "empty buffer pool");
+        // A buffer's length is kept as a `u32` (and the kernel's ring takes no more).
+        assert!(
+            buf_size <= u32::MAX as usize,
+            "pool buffers are at most 4 GiB"
+        );
         let total = count as usize * buf_size;
         let mem: Box<[u8]> = vec![0u8; total].into_boxed_slice();
         let mem = NonNull::new(Box::into_raw(mem).cast::<u8>()).expect("box is non-null");
@@ -178,8 +183,8 @@ impl BufferPool {
             store: BufStore::Pool {
                 pool: self.inner.clone(),
                 bid,
+                len: len as u32,
             },
-            len,
         }
     }
 
@@ -312,14 +317,21 @@ impl Drop for PoolInner {
 /// the core's pool: `pool_index` is then `None`.
 pub struct PoolBuf {
     store: BufStore,
-    len: usize,
 }
 
+/// Where a [`PoolBuf`]'s bytes are, and how many (`len`, at most the pool's buffer
+/// size, which fits in a `u32`). Two words in all: a received buffer is moved several
+/// times on its way to its reader (and back to the driver, for a send), and as a
+/// `Poll<Option<io::Result<PoolBuf>>>` it comes back in registers.
 enum BufStore {
     /// Buffer `bid` of `pool`.
-    Pool { pool: Rc<PoolInner>, bid: u16 },
-    /// A copy out of the pool.
-    Own(Box<[u8]>),
+    Pool {
+        pool: Rc<PoolInner>,
+        bid: u16,
+        len: u32,
+    },
+    /// A copy out of the pool (boxed twice to keep the handle two words: a rare path).
+    Own { bytes: Box<Box<[u8]>>, len: u32 },
 }
 
 impl PoolBuf {
@@ -327,22 +339,36 @@ impl PoolBuf {
     pub fn pool_index(&self) -> Option<u16> {
         match &self.store {
             BufStore::Pool { bid, .. } => Some(*bid),
-            BufStore::Own(_) => None,
+            BufStore::Own { .. } => None,
         }
     }
 
     /// Shortens the visible bytes to `len` (no effect if `len` is larger).
     pub fn truncate(&mut self, len: usize) {
-        self.len = self.len.min(len);
+        let (BufStore::Pool { len: filled, .. } | BufStore::Own { len: filled, .. }) =
+            &mut self.store;
+        if len < *filled as usize {
+            *filled = len as u32;
+        }
+    }
+
+    /// How many bytes it holds.
+    #[inline]
+    fn filled(&self) -> usize {
+        let (BufStore::Pool { len, .. } | BufStore::Own { len, .. }) = &self.store;
+        *len as usize
     }
 
     /// Copies the bytes out of the pool into memory of their own and gives the pool
     /// buffer back at once (the bytes stay the same).
     pub(crate) fn unshare(&mut self) {
-        if let BufStore::Pool { .. } = self.store {
-            let own: Box<[u8]> = self[..].into();
-            let old = std::mem::replace(&mut self.store, BufStore::Own(own));
-            if let BufStore::Pool { pool, bid } = old {
+        if let BufStore::Pool { len, .. } = self.store {
+            let own = BufStore::Own {
+                bytes: Box::new(self[..].into()),
+                len,
+            };
+            let old = std::mem::replace(&mut self.store, own);
+            if let BufStore::Pool { pool, bid, .. } = old {
                 pool.in_use.set(pool.in_use.get() - 1);
                 pool.give_back(bid);
             }
@@ -351,15 +377,15 @@ impl PoolBuf {
 
     fn ptr(&self) -> *mut u8 {
         match &self.store {
-            BufStore::Pool { pool, bid } => pool.buf_ptr(*bid),
-            BufStore::Own(b) => b.as_ptr() as *mut u8,
+            BufStore::Pool { pool, bid, .. } => pool.buf_ptr(*bid),
+            BufStore::Own { bytes, .. } => bytes.as_ptr() as *mut u8,
         }
     }
 
     fn capacity(&self) -> usize {
         match &self.store {
             BufStore::Pool { pool, .. } => pool.buf_size,
-            BufStore::Own(b) => b.len(),
+            BufStore::Own { bytes, .. } => bytes.len(),
         }
     }
 }
@@ -369,20 +395,20 @@ impl Deref for PoolBuf {
     fn deref(&self) -> &[u8] {
         // SAFETY: the first `len` bytes of the buffer were written by the kernel (or the
         // epoll driver, or copied), and no one else touches it while we hold it.
-        unsafe { std::slice::from_raw_parts(self.ptr(), self.len) }
+        unsafe { std::slice::from_raw_parts(self.ptr(), self.filled()) }
     }
 }
 
 impl DerefMut for PoolBuf {
     fn deref_mut(&mut self) -> &mut [u8] {
         // SAFETY: as for deref; we hold the only handle to this buffer.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr(), self.len) }
+        unsafe { std::slice::from_raw_parts_mut(self.ptr(), self.filled()) }
     }
 }
 
 impl Drop for PoolBuf {
     fn drop(&mut self) {
-        if let BufStore::Pool { pool, bid } = &self.store {
+        if let BufStore::Pool { pool, bid, .. } = &self.store {
             pool.in_use.set(pool.in_use.get() - 1);
             pool.give_back(*bid);
         }
@@ -393,7 +419,7 @@ impl fmt::Debug for PoolBuf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PoolBuf")
             .field("pool_index", &self.pool_index())
-            .field("len", &self.len)
+            .field("len", &self.filled())
             .finish()
     }
 }
@@ -405,7 +431,7 @@ unsafe impl super::IoBuf for PoolBuf {
         self.ptr()
     }
     fn bytes_init(&self) -> usize {
-        self.len
+        self.filled()
     }
     fn bytes_total(&self) -> usize {
         self.capacity()
@@ -415,6 +441,30 @@ unsafe impl super::IoBuf for PoolBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_buffer_handle_is_two_words_and_keeps_its_length_through_a_copy_out() {
+        use std::mem::size_of;
+        assert_eq!(size_of::<PoolBuf>(), 2 * size_of::<usize>());
+        assert_eq!(
+            size_of::<Option<io::Result<PoolBuf>>>(),
+            2 * size_of::<usize>(),
+            "what a receive stream yields fits in two registers"
+        );
+        let pool = BufferPool::new_list(2, 16);
+        let (bid, ptr) = pool.take_free().expect("a free buffer");
+        // SAFETY: the buffer is ours (taken) and 16 bytes long.
+        unsafe { std::ptr::copy_nonoverlapping(b"hello world".as_ptr(), ptr, 11) };
+        let mut b = pool.provided(bid, 11);
+        b.truncate(20);
+        assert_eq!(&b[..], b"hello world", "a longer truncate changes nothing");
+        b.truncate(5);
+        assert_eq!(&b[..], b"hello");
+        b.unshare();
+        assert_eq!(b.pool_index(), None);
+        assert_eq!(&b[..], b"hello", "copied out with its length");
+        assert_eq!(pool.stats().in_use, 0, "the pool buffer went back");
+    }
 
     #[test]
     fn list_pool_hands_out_each_buffer_once_and_takes_it_back() {

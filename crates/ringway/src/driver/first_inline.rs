@@ -52,6 +52,12 @@ impl<T> FirstInline<T> {
         }
     }
 
+    /// Nothing waits.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.first.is_none() && self.rest.is_empty()
+    }
+
     /// How many items wait.
     #[inline]
     pub(crate) fn len(&self) -> usize {

@@ -98,6 +98,37 @@ impl HeldValue {
         }
     }
 
+    /// [`new`](Self::new) that stores `value` straight into `place`, which must be
+    /// empty (`None`): nothing is built on the stack and copied over.
+    #[inline]
+    pub(crate) fn put<T: Held>(place: &mut Option<HeldValue>, value: T) {
+        debug_assert!(place.is_none(), "put into an occupied place");
+        let inline =
+            size_of::<T>() <= size_of::<Storage>() && align_of::<T>() <= align_of::<Storage>();
+        let vtable = if inline {
+            &Inline::<T>::VTABLE
+        } else {
+            &Boxed::<T>::VTABLE
+        };
+        let held = place.insert(HeldValue {
+            data: Storage::uninit(),
+            vtable,
+            _not_send: PhantomData,
+        });
+        if inline {
+            // SAFETY: `T` fits in `data`, in size and alignment, which is uninitialised.
+            unsafe { held.data.as_mut_ptr().cast::<T>().write(value) };
+        } else {
+            // SAFETY: a `Box` is one pointer, which fits.
+            unsafe {
+                held.data
+                    .as_mut_ptr()
+                    .cast::<Box<T>>()
+                    .write(Box::new(value))
+            };
+        }
+    }
+
     /// Tells the value the operation's final result; it is dropped afterwards.
     pub(crate) fn finished(self, result: i32) {
         let mut this = ManuallyDrop::new(self);

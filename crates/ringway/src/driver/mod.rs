@@ -410,9 +410,14 @@ impl Driver {
         self.stats
     }
 
-    /// Operations whose slots are still taken (in flight, or waiting to be reaped).
+    /// Operations the driver still tracks: slots taken (in flight, or waiting to be
+    /// reaped) and, on io_uring, background sends in flight (which have no slot).
     pub fn live_ops(&self) -> usize {
-        self.table.live()
+        let background = match &self.backend {
+            ActiveBackend::Uring(u) => u.background_count(),
+            ActiveBackend::Epoll(_) => 0,
+        };
+        self.table.live() + background
     }
 
     /// Starts `op`; its completions reach `turn`'s callback with `token`.
@@ -598,13 +603,40 @@ impl Driver {
         }
     }
 
+    /// Starts a background send (`send_all`): [`submit_detached_with`] for a
+    /// `SendAll`, which on io_uring takes no slot (its SQE goes into the submission
+    /// queue at once, `held` waits for its CQE in the backend's table of background
+    /// sends). The returned id is for [`close_after`](Self::close_after) only.
+    ///
+    /// # Safety
+    ///
+    /// As for [`submit_detached_with`](Self::submit_detached_with).
+    ///
+    /// [`submit_detached_with`]: Self::submit_detached_with
+    #[inline]
+    pub(crate) unsafe fn send_all_detached<H: Held>(
+        &mut self,
+        send: op::SendAll,
+        held: impl FnOnce() -> H,
+    ) -> Result<Option<OpId>, i32> {
+        if let ActiveBackend::Uring(u) = &mut self.backend {
+            self.stats.submitted += 1;
+            return Ok(Some(u.start_background(&send, held())));
+        }
+        // SAFETY: the caller's promise.
+        unsafe { self.submit_detached_with(send.into(), held) }
+    }
+
     /// Closes `fd` once operation `after` (a detached send on it, say) has finished,
     /// without cutting it short; at once if it has. io_uring queues a close behind it in
     /// the ring (the kernel holds the file for an op it has taken, and the close is
     /// prepared after any op started before it); epoll keeps the fd, and its
     /// registration, until that op ends.
     pub(crate) fn close_after(&mut self, fd: OwnedFd, after: Option<OpId>) {
-        let pending = after.filter(|id| self.table.get_mut(*id).is_some_and(|s| !s.done));
+        let pending = after.filter(|id| match &self.backend {
+            ActiveBackend::Uring(u) if u.background_live(*id) => true,
+            _ => self.table.get_mut(*id).is_some_and(|s| !s.done),
+        });
         match (&mut self.backend, pending) {
             (ActiveBackend::Uring(_), Some(_)) => {
                 let raw = fd.as_raw_fd();
@@ -805,7 +837,10 @@ impl Driver {
             }
             self.cancel(id);
         }
-        while self.table.live() > 0 && start.elapsed() < deadline {
+        if let ActiveBackend::Uring(u) = &mut self.backend {
+            u.cancel_background();
+        }
+        while self.live_ops() > 0 && start.elapsed() < deadline {
             let left = deadline.saturating_sub(start.elapsed());
             if self
                 .turn(Some(left.min(Duration::from_millis(10))), &mut |_, _, _| {})
@@ -819,17 +854,20 @@ impl Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
-        if self.table.live() > 0 {
+        if self.live_ops() > 0 {
             self.shutdown(Duration::from_secs(1));
         }
-        if self.table.live() > 0 {
+        if self.live_ops() > 0 {
             tracing::error!(
-                ops = self.table.live(),
+                ops = self.live_ops(),
                 "driver dropped while the kernel still owns operations; leaking their buffers"
             );
             // The kernel may still write into these: they must never be freed.
             std::mem::forget(std::mem::replace(&mut self.table, OpTable::new()));
             std::mem::forget(self.pool.clone());
+            if let ActiveBackend::Uring(u) = &mut self.backend {
+                u.leak_background();
+            }
         }
     }
 }
@@ -838,7 +876,7 @@ impl fmt::Debug for Driver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Driver")
             .field("backend", &self.info)
-            .field("live_ops", &self.table.live())
+            .field("live_ops", &self.live_ops())
             .finish()
     }
 }

@@ -211,7 +211,7 @@ impl<B: IoBuf + Unpin + 'static> Future for SendAllFuture<'_, B> {
         // SAFETY: the op points at `buf`'s bytes, which the `InFlight` keeps alive (and
         // which do not move when it does: `IoBuf::stable_ptr`) until the final
         // completion; if the send goes at once, `buf` is still in `held` meanwhile.
-        let started = with_driver(|d| unsafe { d.submit_detached_with(op.into(), held) });
+        let started = with_driver(|d| unsafe { d.send_all_detached(op, held) });
         match started {
             Ok(Some(id)) => state.in_flight.store(id.to_user_data(), Ordering::Release),
             // It has ended already, and `state` has heard how.

@@ -280,6 +280,28 @@ impl RecvStream {
     /// Poll form of [`next`](Self::next).
     #[inline(always)]
     pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<PoolBuf>>> {
+        if let Some(shared) = &self.watch {
+            // SAFETY: the queue is only borrowed mutably inside a driver push or a
+            // stream pop, neither of which runs during this expression (one thread).
+            let empty = unsafe { shared.items.try_borrow_unguarded() }.is_ok_and(|q| q.is_empty());
+            if empty
+                && !shared.done.get()
+                && !self.done
+                && self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker()))
+            {
+                // Nothing waits, the operation goes on, and the driver's slot holds this
+                // task's waker, armed: asking the driver would only find that out. It
+                // wakes the task when it queues something. (The `Pending` a stream
+                // mostly answers: inline, with no call and no stack frame.)
+                return Poll::Pending;
+            }
+        }
+        self.poll_taking(cx)
+    }
+
+    /// `poll_next` when something may be waiting (or the fast `Pending` does not hold).
+    #[inline(never)]
+    fn poll_taking(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<PoolBuf>>> {
         if self.done {
             return Poll::Ready(None);
         }
@@ -291,12 +313,7 @@ impl RecvStream {
                 }
                 return self.taken(Poll::Ready(Some(item)), cx);
             }
-            if !shared.done.get() && self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                // Nothing waits, the operation goes on, and the driver's slot holds
-                // this task's waker, armed: asking the driver would only find that out.
-                // It wakes the task when it queues something.
-                return Poll::Pending;
-            }
+            // Empty: `poll_next` has seen that it cannot answer `Pending` by itself.
         }
         self.poll_driver(cx)
     }
@@ -383,7 +400,7 @@ pub struct RecvNext<'a> {
 impl std::future::Future for RecvNext<'_> {
     type Output = Option<io::Result<PoolBuf>>;
 
-    #[inline]
+    #[inline(always)]
     fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         self.get_mut().stream.poll_next(cx)
     }

@@ -125,9 +125,6 @@ struct TaskEntry {
     /// The waker and the future, in one allocation that never moves: polled in place
     /// (through a pointer, with the slab not borrowed, so that the task may spawn).
     body: Pin<Box<TaskBody<dyn Future<Output = ()>>>>,
-    /// Being polled: a nested turn (a `block_on` inside a task) must not poll it again,
-    /// and nothing may drop it.
-    running: bool,
 }
 
 /// What a task entry owns on the heap.
@@ -135,6 +132,10 @@ struct TaskBody<F: ?Sized> {
     /// Made once per task: polls reuse it, so registering it with the driver or a timer
     /// costs no reference counting after the first time.
     waker: Waker,
+    /// Being polled: a nested turn (a `block_on` inside a task) must not poll it again,
+    /// and nothing may drop it. Kept here, beside the future, so that the end of a poll
+    /// clears it through the body's pointer without looking the task up again.
+    running: std::cell::Cell<bool>,
     future: F,
 }
 
@@ -234,13 +235,10 @@ impl Core {
         let ready = RunQueueEntry::of(&header);
         let body: Pin<Box<TaskBody<dyn Future<Output = ()>>>> = Box::pin(TaskBody {
             waker: task_waker(header.clone()),
+            running: std::cell::Cell::new(false),
             future: task,
         });
-        entry.insert(TaskEntry {
-            header,
-            body,
-            running: false,
-        });
+        entry.insert(TaskEntry { header, body });
         self.queue.borrow_mut().push_back(ready);
     }
 
@@ -278,7 +276,9 @@ impl Core {
         let body: *mut TaskBody<dyn Future<Output = ()>> = {
             let mut tasks = self.tasks.borrow_mut();
             match tasks.get_mut(ready.key) {
-                Some(e) if Arc::as_ptr(&e.header) as usize == ready.header && !e.running => {
+                Some(e)
+                    if Arc::as_ptr(&e.header) as usize == ready.header && !e.body.running.get() =>
+                {
                     // Clear before polling, so a wake during the poll queues it again.
                     e.header.notified.store(false, Ordering::Release);
                     if e.header.cancelled.load(Ordering::Acquire) {
@@ -287,7 +287,7 @@ impl Core {
                         drop(entry); // reports Cancelled, cancels the task's I/O
                         return;
                     }
-                    e.running = true;
+                    e.body.running.set(true);
                     // SAFETY: only a pointer is taken; nothing is moved out of the pin.
                     // The body stays on the heap where it was pinned, and its entry is
                     // not removed while `running` (only this function removes entries of
@@ -304,18 +304,14 @@ impl Core {
             let mut cx = Context::from_waker(&body.waker);
             Pin::new_unchecked(&mut body.future).poll(&mut cx)
         };
-        let mut tasks = self.tasks.borrow_mut();
         match poll {
             Poll::Ready(()) => {
-                let entry = tasks.remove(ready.key);
-                drop(tasks);
+                let entry = self.tasks.borrow_mut().remove(ready.key);
                 drop(entry);
             }
-            Poll::Pending => {
-                if let Some(e) = tasks.get_mut(ready.key) {
-                    e.running = false;
-                }
-            }
+            // SAFETY: the body is still where it was: its entry was not removed while
+            // `running` (see above), and the poll's borrow of it has ended.
+            Poll::Pending => unsafe { (*body).running.set(false) },
         }
     }
 
@@ -451,7 +447,7 @@ impl Core {
             // being polled (this runs inside its poll) cannot be dropped under itself:
             // it is leaked.
             for entry in entries {
-                if entry.running {
+                if entry.body.running.get() {
                     std::mem::forget(entry);
                 } else {
                     drop(entry);

@@ -395,7 +395,7 @@ pub fn task_count() -> usize {
     context::with_core(|c| c.task_count())
 }
 
-/// Operations of the current core's driver still holding a slot.
+/// Operations the current core's driver still tracks (see [`Driver::live_ops`]).
 pub fn live_ops() -> usize {
     context::with_core(|c| c.driver.borrow().live_ops())
 }

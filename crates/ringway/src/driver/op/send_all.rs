@@ -35,9 +35,7 @@ impl OpKind for SendAll {
 
 impl UringOp for SendAll {
     fn sqe(&self, _: &mut UringScratch, _: &UringEnv) -> squeue::Entry {
-        opcode::Send::new(types::Fd(self.fd), self.buf, self.len)
-            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
-            .build()
+        self.entry()
     }
 }
 
@@ -55,6 +53,14 @@ impl EpollOp for SendAll {
 }
 
 impl SendAll {
+    /// Its SQE (it needs no scratch and no ring setting).
+    #[inline]
+    pub(crate) fn entry(&self) -> squeue::Entry {
+        opcode::Send::new(types::Fd(self.fd), self.buf, self.len)
+            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+            .build()
+    }
+
     /// Sends what is left from `*progress` on: `Some(len)` once every byte went,
     /// `Some(-errno)` if the socket failed, `None` if it is full (what went is counted
     /// in `progress`; the next try goes on from there).

@@ -8,14 +8,17 @@
 //!
 //! `user_data` is the slot's [`OpId`]; values with the slot index `u32::MAX` are the
 //! driver's own: the wake-up read on the eventfd, cancels and linked timeouts, whose
-//! completions need no routing.
+//! completions need no routing; values with `u32::MAX - 1` are background sends, which
+//! have no slot (see [`background`]).
 //!
 //! How each op becomes an SQE is the op's own business (`UringOp` in `driver::op`);
 //! this file owns the ring, the order of submission, and what a CQE means for the
 //! operation's life (final or not, re-armed, parked on an empty pool).
 
+mod background;
 mod scratch;
 
+use background::BackgroundSends;
 use scratch::Pause;
 pub(crate) use scratch::UringScratch;
 
@@ -26,10 +29,10 @@ use std::time::Duration;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
-use super::op::{AfterEnd, Op, OpKind, UringOp};
+use super::op::{AfterEnd, Op, OpKind, SendAll, UringOp};
 use super::starved::Starved;
 use super::table::{Notify, OpTable, SlotState};
-use super::{Completion, Delivery, HeldValue, OpId};
+use super::{Completion, Delivery, Held, HeldValue, OpId};
 use scratch::ScratchPages;
 
 const INTERNAL: u64 = u32::MAX as u64;
@@ -60,7 +63,10 @@ pub(crate) struct UringEnv {
 }
 
 pub(crate) struct Uring {
+    // Dropped first: the ring, then what its operations point into.
     ring: IoUring,
+    /// Background sends in flight: their buffers and their sockets' records.
+    background: BackgroundSends,
     env: UringEnv,
     wake_fd: RawFd,
     /// The eventfd counter is read into here. Leaked on purpose (8 bytes per ring): the
@@ -88,6 +94,7 @@ impl Uring {
     pub(crate) fn new(ring: IoUring, wake_fd: RawFd, env: UringEnv) -> Self {
         let mut u = Uring {
             ring,
+            background: BackgroundSends::default(),
             env,
             wake_fd,
             wake_buf: Box::leak(Box::new(0)),
@@ -112,7 +119,21 @@ impl Uring {
         self.push(sqe);
     }
 
+    /// Pushes one SQE, through a view of the submission queue alone (what `split` adds
+    /// is only needed when the queue is full).
+    #[inline]
     fn push(&mut self, sqe: squeue::Entry) {
+        // SAFETY: every pointer in the SQE stays valid until its final CQE: buffers are
+        // owned by the slot's future, `held` or the background table, scratch lives in
+        // stable pages.
+        if unsafe { self.ring.submission().push(&sqe) }.is_err() {
+            self.push_full(sqe);
+        }
+    }
+
+    /// `push` when the submission queue is full: hand it to the kernel first.
+    #[cold]
+    fn push_full(&mut self, sqe: squeue::Entry) {
         let (submitter, mut sq, _) = self.ring.split();
         push_into(&submitter, &mut sq, &sqe, &mut self.sq_full_flushes);
     }
@@ -136,6 +157,41 @@ impl Uring {
             self.scratch.get(id.index).addr = unsafe { *addr };
         }
         self.unsubmitted.push(id);
+    }
+
+    /// Starts a background send: its SQE goes into the submission queue now, and `held`
+    /// (its buffer, its socket's record) is kept until its CQE, apart from the op table.
+    /// Returns its id, for `close_after`.
+    #[inline]
+    pub(crate) fn start_background<H: Held>(&mut self, send: &SendAll, held: H) -> OpId {
+        let id = self.background.insert(held);
+        let sqe = send.entry().user_data(id.to_user_data());
+        self.push(sqe);
+        id
+    }
+
+    /// Whether background send `id` is still in flight.
+    pub(crate) fn background_live(&self, id: OpId) -> bool {
+        self.background.is_live(id)
+    }
+
+    /// Background sends in flight.
+    pub(crate) fn background_count(&self) -> usize {
+        self.background.live()
+    }
+
+    /// Asks the kernel to end every background send early (at shutdown).
+    pub(crate) fn cancel_background(&mut self) {
+        for ud in self.background.live_user_data() {
+            let sqe = opcode::AsyncCancel::new(ud).build().user_data(CANCEL_UD);
+            self.push(sqe);
+        }
+    }
+
+    /// Gives up on the background sends still in flight: their buffers are leaked, as
+    /// the kernel may still read them (a driver dropped with operations in flight).
+    pub(crate) fn leak_background(&mut self) {
+        std::mem::forget(std::mem::take(&mut self.background));
     }
 
     /// Starts an operation again (a multishot op the kernel ended, a send that must
@@ -343,6 +399,10 @@ impl Uring {
     }
 
     fn dispatch(&mut self, d: &mut Delivery<'_>, ud: u64, result: i32, flags: u32) {
+        if ud as u32 == background::TAG {
+            self.background.finish((ud >> 32) as u32, result);
+            return;
+        }
         if ud as u32 == INTERNAL as u32 {
             if ud == WAKE_UD {
                 self.arm_wake();
