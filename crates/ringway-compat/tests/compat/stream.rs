@@ -238,19 +238,26 @@ async fn writes_to_a_closed_peer_report_the_error() {
     assert!(client.flush().await.is_err());
 }
 
-/// A burst of writes goes out in one send, on both backends: the writes only gather;
-/// the flush hands them to the kernel together, as one background send.
-#[ringway::test(both)]
-async fn a_burst_of_writes_costs_one_send() {
+/// One end of a Unix stream pair, and a task that collects everything the other end
+/// receives until EOF. Its receive is armed before this returns, so it does not count
+/// in a test's send tally.
+async fn writer_and_collector() -> (CompatStream<UnixStream>, ringway::JoinHandle<Vec<u8>>) {
     let (a, b) = UnixStream::pair().unwrap();
-    let (mut a, mut b) = (CompatStream::new(a), CompatStream::new(b));
-    // Arm the peer's receive first, so it does not count below.
+    let (a, mut b) = (CompatStream::new(a), CompatStream::new(b));
     let reader = ringway::spawn(async move {
         let mut got = Vec::new();
         b.read_to_end(&mut got).await.unwrap();
         got
     });
     ringway::runtime::yield_now().await;
+    (a, reader)
+}
+
+/// A burst of writes goes out in one send, on both backends: the writes only gather;
+/// the flush hands them to the kernel together, as one background send.
+#[ringway::test(both)]
+async fn a_burst_of_writes_costs_one_send() {
+    let (mut a, reader) = writer_and_collector().await;
     let before = driver_stats().submitted;
     for i in 0..100u8 {
         // Each write finishes at once (no await point suspends): one poll, 100 writes.
@@ -277,14 +284,7 @@ async fn a_burst_of_writes_costs_one_send() {
 /// helper ends with the stream.
 #[ringway::test(both)]
 async fn flushes_behind_a_send_in_flight_do_not_wait_and_go_together() {
-    let (a, b) = UnixStream::pair().unwrap();
-    let (mut a, mut b) = (CompatStream::new(a), CompatStream::new(b));
-    let reader = ringway::spawn(async move {
-        let mut got = Vec::new();
-        b.read_to_end(&mut got).await.unwrap();
-        got
-    });
-    ringway::runtime::yield_now().await;
+    let (mut a, reader) = writer_and_collector().await;
     let before = driver_stats().submitted;
     let waker = std::task::Waker::from(std::sync::Arc::new(NoWake));
     let mut cx = std::task::Context::from_waker(&waker);
