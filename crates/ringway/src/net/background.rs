@@ -106,14 +106,30 @@ impl Background {
         Poll::Ready(self.error().map_or(Ok(()), Err))
     }
 
+    /// The send in flight has ended, with `error` (0 if none). The rare parts (an
+    /// error, a task waiting) are out of line: a send ends once per message.
     #[inline(always)]
     fn finish(&self, error: i32) {
         if error != 0 {
-            let _ = self
-                .error
-                .compare_exchange(0, error, Ordering::AcqRel, Ordering::Acquire);
+            self.keep_error(error);
         }
         self.in_flight.store(NONE, Ordering::SeqCst);
+        if self.waiting.load(Ordering::SeqCst) {
+            self.wake_waiter();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn keep_error(&self, error: i32) {
+        let _ = self
+            .error
+            .compare_exchange(0, error, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wake_waiter(&self) {
         if self.waiting.swap(false, Ordering::SeqCst) {
             let waker = self.waiter.lock().unwrap_or_else(|e| e.into_inner()).take();
             if let Some(w) = waker {
@@ -133,8 +149,10 @@ struct InFlight<B> {
 
 impl<B: 'static> Held for InFlight<B> {
     fn finished(self, result: i32) {
-        self.state.finish(send_error(result, self.len));
-        drop(self.buf);
+        let InFlight { buf, len, state } = self;
+        // The buffer first: nothing about it depends on how the send ended.
+        drop(buf);
+        state.finish(send_error(result, len));
     }
 }
 
