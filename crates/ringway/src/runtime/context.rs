@@ -32,9 +32,25 @@ pub(crate) fn try_with_core<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
 }
 
 /// Runs `f` with this thread's core; panics with a clear message outside a runtime.
+/// (Written flat, not through `try_with_core`: every I/O poll comes here, and each
+/// layer of closures and `Option`s around `f` costs moves of what `f` captures.)
 #[inline]
 pub(crate) fn with_core<R>(f: impl FnOnce(&Core) -> R) -> R {
-    try_with_core(f).expect(OUTSIDE)
+    let ptr = CURRENT.with(Cell::get);
+    if ptr.is_null() {
+        outside();
+    }
+    // SAFETY: a non-null pointer was set by an `Enter` that is still alive on this
+    // thread's stack and keeps the core alive through its `Rc`.
+    f(unsafe { &*ptr })
+}
+
+/// `with_core` outside a runtime.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn outside() -> ! {
+    panic!("{OUTSIDE}")
 }
 
 /// Runs `f` with the current core's driver. Panics outside a runtime, or if called
