@@ -74,6 +74,12 @@ pub(crate) struct Timers {
     /// Heap items that no longer stand for a live timer.
     dead: usize,
     seq: u64,
+    /// The turn clock (see [`Timers::now`]): the first reading since the core last
+    /// waited, or `None` when it has waited since.
+    turn_now: Option<Instant>,
+    /// Readings of the monotonic clock taken for the turn clock.
+    #[cfg(test)]
+    pub(super) clock_reads: u64,
 }
 
 /// Below this many dead items the heap is never rebuilt.
@@ -86,7 +92,39 @@ impl Timers {
             heap: BinaryHeap::new(),
             dead: 0,
             seq: 0,
+            turn_now: None,
+            #[cfg(test)]
+            clock_reads: 0,
         }
+    }
+
+    /// The turn clock: the time, read once per turn. The first call after
+    /// [`forget_now`](Self::forget_now) reads the monotonic clock; later ones return
+    /// that reading, so it is never later than [`Instant::now`] and earlier than it by
+    /// the time the core has run since that first call.
+    #[inline]
+    pub(crate) fn now(&mut self) -> Instant {
+        match self.turn_now {
+            Some(now) => now,
+            None => self.read_clock(),
+        }
+    }
+
+    #[cold]
+    fn read_clock(&mut self) -> Instant {
+        #[cfg(test)]
+        {
+            self.clock_reads += 1;
+        }
+        *self.turn_now.insert(Instant::now())
+    }
+
+    /// The core is back from waiting (or starts running): the turn clock is stale.
+    /// The core calls this whenever its thread may have been away, which is what
+    /// bounds how far [`now`](Self::now) can lag the real time.
+    #[inline]
+    pub(crate) fn forget_now(&mut self) {
+        self.turn_now = None;
     }
 
     fn next_seq(&mut self) -> u64 {
@@ -305,6 +343,19 @@ mod tests {
         assert_eq!(t.take_due(t0 + ms(50), &mut due), None);
         assert_eq!(due.len(), 2, "a dead item wakes nobody");
         assert!(!t.reset(later, t0), "a fired timer cannot be moved");
+    }
+
+    #[test]
+    fn the_turn_clock_is_kept_until_forgotten() {
+        let mut t = Timers::new();
+        let first = t.now();
+        assert_eq!(t.now(), first);
+        assert_eq!(t.clock_reads, 1);
+        std::thread::sleep(Duration::from_millis(1));
+        t.forget_now();
+        let second = t.now();
+        assert!(second >= first + Duration::from_millis(1));
+        assert_eq!(t.clock_reads, 2);
     }
 
     #[test]
