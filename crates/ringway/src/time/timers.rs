@@ -13,14 +13,24 @@
 //! - moving a timer later only changes the entry's deadline: its heap item stays where
 //!   it was, and when it reaches the top the entry is pushed again at its real deadline.
 //!
-//! So the common cases cost a slab operation and a heap push that rarely sifts (a new
-//! deadline is usually the latest), with no allocation once the slab and heap have
-//! grown: no rebalancing tree per read.
+//! Timers far from due (more than [`HORIZON`] ahead of the turn clock when they are
+//! made, or when a moved one reaches the top of the heap) are not in the heap at all:
+//! they wait in the slab, marked far, under one lower bound of their deadlines. Making
+//! and removing one costs a slab operation, no heap item and no rebuild; that is the
+//! life of most timers (hyper's header-read timeout of 30 s is made and dropped per
+//! request). When the lower bound comes within `HORIZON` of the time, one pass over the
+//! slab files the far timers due within twice `HORIZON` into the heap and computes the
+//! bound afresh, so a pass comes at most once per `HORIZON` however many far timers
+//! there are. The driver's wait never runs past the bound, so a far timer is never late.
+//!
+//! So the common cases cost a slab operation and at most a heap push that rarely sifts
+//! (a new deadline is usually the latest), with no allocation once the slab and heap
+//! have grown: no rebalancing tree per read.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::task::Waker;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use slab::Slab;
 
@@ -38,6 +48,7 @@ struct Entry {
     /// Which timer this is (slab slots are reused).
     seq: u64,
     /// The sequence number of the heap item that stands for it; older items are dead.
+    /// [`FAR`] for a timer that has no heap item (see the module docs).
     item: u64,
 }
 
@@ -74,6 +85,11 @@ pub(crate) struct Timers {
     /// Heap items that no longer stand for a live timer.
     dead: usize,
     seq: u64,
+    /// Timers marked [`FAR`].
+    far: usize,
+    /// No far timer is due before this (a lower bound: removing or moving one later
+    /// leaves it be); `None` when there is no far timer.
+    far_min: Option<Instant>,
     /// The turn clock (see [`Timers::now`]): the first reading since the core last
     /// waited, or `None` when it has waited since.
     turn_now: Option<Instant>,
@@ -85,6 +101,13 @@ pub(crate) struct Timers {
 /// Below this many dead items the heap is never rebuilt.
 const MIN_DEAD_TO_COMPACT: usize = 64;
 
+/// A timer due more than this far ahead is kept out of the heap until it comes near.
+const HORIZON: Duration = Duration::from_secs(1);
+
+/// [`Entry::item`] of a timer kept out of the heap (heap items' sequence numbers start
+/// at 1).
+const FAR: u64 = 0;
+
 impl Timers {
     pub(crate) fn new() -> Self {
         Timers {
@@ -92,6 +115,8 @@ impl Timers {
             heap: BinaryHeap::new(),
             dead: 0,
             seq: 0,
+            far: 0,
+            far_min: None,
             turn_now: None,
             #[cfg(test)]
             clock_reads: 0,
@@ -135,18 +160,59 @@ impl Timers {
     /// Registers a timer that wakes `waker` at `deadline`.
     pub(crate) fn insert(&mut self, deadline: Instant, waker: Waker) -> TimerKey {
         let seq = self.next_seq();
+        // The turn clock may lag: a timer it calls far may be a little nearer. That is
+        // only a matter of where it waits; `far_min` keeps it on time either way.
+        let far = deadline > self.now() + HORIZON;
         let index = self.entries.insert(Entry {
             deadline,
             waker,
             seq,
-            item: seq,
+            item: if far { FAR } else { seq },
         }) as u32;
-        self.heap.push(Item {
-            deadline,
-            index,
-            seq,
-        });
+        if far {
+            self.add_far(deadline);
+        } else {
+            self.heap.push(Item {
+                deadline,
+                index,
+                seq,
+            });
+        }
         TimerKey { index, seq }
+    }
+
+    /// Counts one more far timer, due at `deadline`.
+    fn add_far(&mut self, deadline: Instant) {
+        self.far += 1;
+        self.far_min = Some(self.far_min.map_or(deadline, |m| m.min(deadline)));
+    }
+
+    /// Files the far timers due by `now + 2 * HORIZON` into the heap and computes
+    /// `far_min` afresh over the rest: one pass over the slab.
+    #[cold]
+    fn file_far(&mut self, now: Instant) {
+        let limit = now + 2 * HORIZON;
+        let mut far_min: Option<Instant> = None;
+        let mut filed = 0;
+        for (index, e) in self.entries.iter_mut() {
+            if e.item != FAR {
+                continue;
+            }
+            if e.deadline <= limit {
+                self.seq += 1;
+                e.item = self.seq;
+                self.heap.push(Item {
+                    deadline: e.deadline,
+                    index: index as u32,
+                    seq: self.seq,
+                });
+                filed += 1;
+            } else {
+                far_min = Some(far_min.map_or(e.deadline, |m| m.min(e.deadline)));
+            }
+        }
+        self.far -= filed;
+        self.far_min = far_min;
     }
 
     fn entry(&mut self, key: TimerKey) -> Option<&mut Entry> {
@@ -176,7 +242,8 @@ impl Timers {
     }
 
     /// Moves a live timer to `deadline`; false if it has fired (or was removed). Later
-    /// is a store; earlier pushes a new heap item (the old one dies).
+    /// is a store; earlier pushes a new heap item (the old one dies), or, for a far
+    /// timer, lowers the far bound.
     pub(crate) fn reset(&mut self, key: TimerKey, deadline: Instant) -> bool {
         let seq = self.next_seq();
         let Some(e) = self.entry(key) else {
@@ -184,7 +251,11 @@ impl Timers {
         };
         let earlier = deadline < e.deadline;
         e.deadline = deadline;
-        if earlier {
+        if e.item == FAR {
+            if earlier {
+                self.far_min = Some(self.far_min.map_or(deadline, |m| m.min(deadline)));
+            }
+        } else if earlier {
             e.item = seq;
             self.heap.push(Item {
                 deadline,
@@ -199,15 +270,25 @@ impl Timers {
 
     /// Removes a timer (no effect if it has fired).
     pub(crate) fn remove(&mut self, key: TimerKey) {
-        if self.entry(key).is_some() {
-            self.entries.remove(key.index as usize);
+        let Some(e) = self.entry(key) else {
+            return;
+        };
+        let far = e.item == FAR;
+        self.entries.remove(key.index as usize);
+        if far {
+            // No heap item to leave behind; `far_min` stays a valid lower bound.
+            self.far -= 1;
+            if self.far == 0 {
+                self.far_min = None;
+            }
+        } else {
             self.dead += 1;
             self.maybe_compact();
         }
     }
 
     fn maybe_compact(&mut self) {
-        if self.dead < MIN_DEAD_TO_COMPACT || self.dead <= self.entries.len() {
+        if self.dead < MIN_DEAD_TO_COMPACT || self.dead <= self.entries.len() - self.far {
             return;
         }
         let entries = &self.entries;
@@ -223,11 +304,24 @@ impl Timers {
     }
 
     /// Moves the wakers of the timers due at `now` into `due` (the timers are gone) and
-    /// returns the deadline of the heap's next item: the next timer's, or earlier, if
-    /// that item is dead. Only items due by `now` are popped: a dead item still in the
-    /// future stays until it is due or a rebuild drops it, so removing a timer never costs
-    /// a pop, and at worst the driver wakes once, early, for a timer that is gone.
+    /// returns when the driver must look again: the next timer's deadline, or earlier
+    /// (a dead heap item's, or the far timers' lower bound). Only items due by `now` are
+    /// popped: a dead item still in the future stays until it is due or a rebuild drops
+    /// it, so removing a timer never costs a pop, and at worst the driver wakes once,
+    /// early, for a timer that is gone.
     pub(crate) fn take_due(&mut self, now: Instant, due: &mut Vec<Waker>) -> Option<Instant> {
+        if self.far_min.is_some_and(|m| m <= now + HORIZON) {
+            self.file_far(now);
+        }
+        let next = self.take_due_in_heap(now, due);
+        match (next, self.far_min) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// [`take_due`](Self::take_due) in the heap: returns the deadline of its next item.
+    fn take_due_in_heap(&mut self, now: Instant, due: &mut Vec<Waker>) -> Option<Instant> {
         loop {
             let top = self.heap.peek()?;
             let (index, seq, at) = (top.index, top.seq, top.deadline);
@@ -240,6 +334,13 @@ impl Timers {
                 self.dead = self.dead.saturating_sub(1);
                 continue;
             };
+            if e.deadline > now + HORIZON {
+                // Moved far later (a connection's idle deadline): out of the heap.
+                let deadline = e.deadline;
+                self.entries[index as usize].item = FAR;
+                self.add_far(deadline);
+                continue;
+            }
             if e.deadline > now {
                 // Moved later: re-file it at its real deadline.
                 let deadline = e.deadline;
@@ -363,10 +464,11 @@ mod tests {
         let t0 = Instant::now();
         let mut t = Timers::new();
         let (_, w) = waker();
-        let keep = t.insert(t0 + Duration::from_secs(3600), w.clone());
+        let keep = t.insert(t0 + Duration::from_millis(900), w.clone());
         for i in 0..100_000u64 {
+            // Near timers (within HORIZON): heap items, left dead when removed.
             let k = t.insert(
-                t0 + Duration::from_secs(60) + Duration::from_nanos(i),
+                t0 + Duration::from_millis(500) + Duration::from_nanos(i),
                 w.clone(),
             );
             t.remove(k);
@@ -378,5 +480,67 @@ mod tests {
             t.heap.len()
         );
         assert!(t.update(keep, &w));
+    }
+
+    #[test]
+    fn far_timers_stay_out_of_the_heap_and_fire_on_time() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let mut t = Timers::new();
+        let (a, wa) = waker();
+        let (b, wb) = waker();
+        // Made and dropped per request (hyper's 30 s header timeout): no heap work.
+        for _ in 0..10_000 {
+            let k = t.insert(t0 + s(30), wa.clone());
+            t.remove(k);
+        }
+        assert_eq!((t.heap.len(), t.far, t.far_min), (0, 0, None));
+        let late = t.insert(t0 + s(30), wa.clone());
+        let soon = t.insert(t0 + s(5), wb.clone());
+        assert_eq!(t.heap.len(), 0, "both are far");
+        let mut due = Vec::new();
+        assert_eq!(
+            t.take_due(t0, &mut due),
+            Some(t0 + s(5)),
+            "the driver wakes for the nearest far timer"
+        );
+        // Within the horizon: filed into the heap, fired at its deadline, not before.
+        let near = t0 + s(5) - HORIZON / 2;
+        assert_eq!(t.take_due(near, &mut due), Some(t0 + s(5)));
+        assert!(due.is_empty());
+        assert_eq!(t.heap.len(), 1, "only the one within twice the horizon");
+        assert_eq!(t.take_due(t0 + s(5), &mut due), Some(t0 + s(30)));
+        due.drain(..).for_each(Waker::wake);
+        assert_eq!(b.0.load(AtomicOrdering::SeqCst), 1);
+        assert!(!t.is_live(soon) && t.is_live(late));
+        // Moved earlier while far: the bound follows; moved later: it fires then.
+        assert!(t.reset(late, t0 + s(20)));
+        assert_eq!(t.take_due(t0 + s(6), &mut due), Some(t0 + s(20)));
+        assert!(t.reset(late, t0 + s(40)));
+        assert_eq!(t.take_due(t0 + s(20), &mut due), Some(t0 + s(40)));
+        assert!(due.is_empty(), "moved later: not fired at the old deadline");
+        assert_eq!(t.take_due(t0 + s(40), &mut due), None);
+        due.drain(..).for_each(Waker::wake);
+        assert_eq!(a.0.load(AtomicOrdering::SeqCst), 1);
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn a_heap_timer_moved_far_later_leaves_the_heap() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut t = Timers::new();
+        let (a, w) = waker();
+        let k = t.insert(t0 + ms(100), w);
+        assert_eq!(t.heap.len(), 1);
+        assert!(t.reset(k, t0 + ms(60_000)));
+        let mut due = Vec::new();
+        assert_eq!(t.take_due(t0 + ms(100), &mut due), Some(t0 + ms(60_000)));
+        assert_eq!((t.heap.len(), t.far), (0, 1));
+        assert!(due.is_empty());
+        assert_eq!(t.take_due(t0 + ms(60_000), &mut due), None);
+        due.drain(..).for_each(Waker::wake);
+        assert_eq!(a.0.load(AtomicOrdering::SeqCst), 1);
+        assert!(t.is_empty());
     }
 }
