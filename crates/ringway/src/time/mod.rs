@@ -138,8 +138,13 @@ impl Future for Sleep {
                 Deadline::At(at) if at <= t.now() => return None,
                 Deadline::At(at) => at,
                 Deadline::After(d) if d.is_zero() => return None,
-                // Counted from now, really: the turn clock could be behind.
-                Deadline::After(d) => Instant::now() + d,
+                // Counted from now, really: the turn clock could be behind. The reading
+                // serves as the turn clock if the turn has none yet.
+                Deadline::After(d) => {
+                    let now = Instant::now();
+                    t.note_now(now);
+                    now + d
+                }
             };
             Some((deadline, t.insert(deadline, cx.waker().clone())))
         });

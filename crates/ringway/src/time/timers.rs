@@ -144,6 +144,13 @@ impl Timers {
         *self.turn_now.insert(Instant::now())
     }
 
+    /// Takes `now`, a reading of the real clock, as the turn clock if this turn has
+    /// none yet (as if it had been read for it).
+    #[inline]
+    pub(crate) fn note_now(&mut self, now: Instant) {
+        self.turn_now.get_or_insert(now);
+    }
+
     /// The core is back from waiting (or starts running): the turn clock is stale.
     /// The core calls this whenever its thread may have been away, which is what
     /// bounds how far [`now`](Self::now) can lag the real time.
@@ -160,9 +167,11 @@ impl Timers {
     /// Registers a timer that wakes `waker` at `deadline`.
     pub(crate) fn insert(&mut self, deadline: Instant, waker: Waker) -> TimerKey {
         let seq = self.next_seq();
-        // The turn clock may lag: a timer it calls far may be a little nearer. That is
-        // only a matter of where it waits; `far_min` keeps it on time either way.
-        let far = deadline > self.now() + HORIZON;
+        // Far by the turn clock if this turn has read it (hyper's timer has: its
+        // deadline is `now()` plus the timeout); no clock read of its own. The turn
+        // clock may lag: a timer it calls far may be a little nearer. That is only a
+        // matter of where it waits; `far_min` keeps it on time either way.
+        let far = self.turn_now.is_some_and(|now| deadline > now + HORIZON);
         let index = self.entries.insert(Entry {
             deadline,
             waker,
@@ -487,6 +496,7 @@ mod tests {
         let t0 = Instant::now();
         let s = Duration::from_secs;
         let mut t = Timers::new();
+        t.note_now(t0);
         let (a, wa) = waker();
         let (b, wb) = waker();
         // Made and dropped per request (hyper's 30 s header timeout): no heap work.
@@ -498,6 +508,13 @@ mod tests {
         let late = t.insert(t0 + s(30), wa.clone());
         let soon = t.insert(t0 + s(5), wb.clone());
         assert_eq!(t.heap.len(), 0, "both are far");
+        let mut fresh = Timers::new();
+        fresh.insert(t0 + s(30), wa.clone());
+        assert_eq!(
+            (fresh.heap.len(), fresh.clock_reads),
+            (1, 0),
+            "without a turn clock a timer goes to the heap: no clock read to decide"
+        );
         let mut due = Vec::new();
         assert_eq!(
             t.take_due(t0, &mut due),
@@ -530,6 +547,7 @@ mod tests {
         let t0 = Instant::now();
         let ms = Duration::from_millis;
         let mut t = Timers::new();
+        t.note_now(t0);
         let (a, w) = waker();
         let k = t.insert(t0 + ms(100), w);
         assert_eq!(t.heap.len(), 1);
