@@ -13,15 +13,17 @@
 //! - moving a timer later only changes the entry's deadline: its heap item stays where
 //!   it was, and when it reaches the top the entry is pushed again at its real deadline.
 //!
-//! Timers far from due (more than [`HORIZON`] ahead of the turn clock when they are
-//! made, or when a moved one reaches the top of the heap) are not in the heap at all:
-//! they wait in the slab, marked far, under one lower bound of their deadlines. Making
-//! and removing one costs a slab operation, no heap item and no rebuild; that is the
-//! life of most timers (hyper's header-read timeout of 30 s is made and dropped per
+//! Timers far from due (more than twice [`HORIZON`] ahead of the turn clock when they
+//! are made, or when a moved one reaches the top of the heap) are not in the heap at
+//! all: they wait in the slab, marked far, under one lower bound of their deadlines.
+//! Making and removing one costs a slab operation, no heap item and no rebuild; that is
+//! the life of most timers (hyper's header-read timeout of 30 s is made and dropped per
 //! request). When the lower bound comes within `HORIZON` of the time, one pass over the
 //! slab files the far timers due within twice `HORIZON` into the heap and computes the
-//! bound afresh, so a pass comes at most once per `HORIZON` however many far timers
-//! there are. The driver's wait never runs past the bound, so a far timer is never late.
+//! bound afresh. Passes are at least `HORIZON` apart however the timers come and go:
+//! after a pass the bound is more than `2 * HORIZON` ahead, a new far timer is too,
+//! and a far timer moved earlier goes to the heap instead of lowering the bound. The
+//! driver's wait never runs past the bound, so a far timer is never late.
 //!
 //! So the common cases cost a slab operation and at most a heap push that rarely sifts
 //! (a new deadline is usually the latest), with no allocation once the slab and heap
@@ -96,12 +98,16 @@ pub(crate) struct Timers {
     /// Readings of the monotonic clock taken for the turn clock.
     #[cfg(test)]
     pub(super) clock_reads: u64,
+    /// Passes over the slab to file far timers.
+    #[cfg(test)]
+    far_passes: u64,
 }
 
 /// Below this many dead items the heap is never rebuilt.
 const MIN_DEAD_TO_COMPACT: usize = 64;
 
-/// A timer due more than this far ahead is kept out of the heap until it comes near.
+/// Far timers are filed into the heap when their bound comes within this of the time;
+/// a timer due more than twice this ahead is far.
 const HORIZON: Duration = Duration::from_secs(1);
 
 /// [`Entry::item`] of a timer kept out of the heap (heap items' sequence numbers start
@@ -120,6 +126,8 @@ impl Timers {
             turn_now: None,
             #[cfg(test)]
             clock_reads: 0,
+            #[cfg(test)]
+            far_passes: 0,
         }
     }
 
@@ -171,7 +179,9 @@ impl Timers {
         // deadline is `now()` plus the timeout); no clock read of its own. The turn
         // clock may lag: a timer it calls far may be a little nearer. That is only a
         // matter of where it waits; `far_min` keeps it on time either way.
-        let far = self.turn_now.is_some_and(|now| deadline > now + HORIZON);
+        let far = self
+            .turn_now
+            .is_some_and(|now| deadline > now + 2 * HORIZON);
         let index = self.entries.insert(Entry {
             deadline,
             waker,
@@ -200,6 +210,10 @@ impl Timers {
     /// `far_min` afresh over the rest: one pass over the slab.
     #[cold]
     fn file_far(&mut self, now: Instant) {
+        #[cfg(test)]
+        {
+            self.far_passes += 1;
+        }
         let limit = now + 2 * HORIZON;
         let mut far_min: Option<Instant> = None;
         let mut filed = 0;
@@ -251,8 +265,8 @@ impl Timers {
     }
 
     /// Moves a live timer to `deadline`; false if it has fired (or was removed). Later
-    /// is a store; earlier pushes a new heap item (the old one dies), or, for a far
-    /// timer, lowers the far bound.
+    /// is a store; earlier pushes a new heap item (the old one dies; a far timer
+    /// joins the heap, so the far bound never moves earlier but by a new timer).
     pub(crate) fn reset(&mut self, key: TimerKey, deadline: Instant) -> bool {
         let seq = self.next_seq();
         let Some(e) = self.entry(key) else {
@@ -262,7 +276,16 @@ impl Timers {
         e.deadline = deadline;
         if e.item == FAR {
             if earlier {
-                self.far_min = Some(self.far_min.map_or(deadline, |m| m.min(deadline)));
+                e.item = seq;
+                self.heap.push(Item {
+                    deadline,
+                    index: key.index,
+                    seq,
+                });
+                self.far -= 1;
+                if self.far == 0 {
+                    self.far_min = None;
+                }
             }
         } else if earlier {
             e.item = seq;
@@ -343,7 +366,7 @@ impl Timers {
                 self.dead = self.dead.saturating_sub(1);
                 continue;
             };
-            if e.deadline > now + HORIZON {
+            if e.deadline > now + 2 * HORIZON {
                 // Moved far later (a connection's idle deadline): out of the heap.
                 let deadline = e.deadline;
                 self.entries[index as usize].item = FAR;
@@ -530,7 +553,7 @@ mod tests {
         due.drain(..).for_each(Waker::wake);
         assert_eq!(b.0.load(AtomicOrdering::SeqCst), 1);
         assert!(!t.is_live(soon) && t.is_live(late));
-        // Moved earlier while far: the bound follows; moved later: it fires then.
+        // Moved earlier while far: into the heap; moved later: it fires then.
         assert!(t.reset(late, t0 + s(20)));
         assert_eq!(t.take_due(t0 + s(6), &mut due), Some(t0 + s(20)));
         assert!(t.reset(late, t0 + s(40)));
@@ -539,6 +562,45 @@ mod tests {
         assert_eq!(t.take_due(t0 + s(40), &mut due), None);
         due.drain(..).for_each(Waker::wake);
         assert_eq!(a.0.load(AtomicOrdering::SeqCst), 1);
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn far_passes_stay_a_horizon_apart() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut t = Timers::new();
+        let (_, w) = waker();
+        let mut due = Vec::new();
+        let mut keys = Vec::new();
+        // A timer per millisecond for 5 s, each due just past the far threshold (the
+        // worst case: each would pull the bound near at once), half of them dropped,
+        // one lowered while far.
+        for i in 0..5_000u64 {
+            let now = t0 + ms(i);
+            t.forget_now();
+            t.note_now(now);
+            let k = t.insert(now + 2 * HORIZON + ms(1), w.clone());
+            if i % 2 == 0 {
+                t.remove(k);
+            } else {
+                keys.push(k);
+            }
+            if i == 2_001 {
+                assert!(t.reset(keys[0], now + ms(1)));
+            }
+            t.take_due(now, &mut due);
+        }
+        assert!(
+            t.far_passes <= 6,
+            "{} passes over the slab in 5 s",
+            t.far_passes
+        );
+        // And none fired early: every one fired is due by the last `now`.
+        assert!(due.len() <= keys.len());
+        let end = t0 + ms(5_000) + 3 * HORIZON;
+        t.take_due(end, &mut due);
+        assert_eq!(due.len(), keys.len(), "all fire in the end");
         assert!(t.is_empty());
     }
 
