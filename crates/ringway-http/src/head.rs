@@ -145,9 +145,23 @@ impl RawHead {
         unsafe { std::str::from_utf8_unchecked(b) }
     }
 
-    /// Length of the path of an origin-form target (before any `?`), if it is one.
-    pub(crate) fn origin_path_len(&self) -> Option<usize> {
-        (self.path_len != u32::MAX).then_some(self.path_len as usize)
+    /// The path of an origin-form target (before any `?`), if it is one, from the very
+    /// bytes this head was scanned from.
+    ///
+    /// # Safety
+    ///
+    /// As for [`method_unchecked`](Self::method_unchecked) (the target was checked to be
+    /// visible ASCII).
+    #[inline]
+    pub(crate) unsafe fn origin_path_unchecked<'a>(&self, head: &'a [u8]) -> Option<&'a str> {
+        if self.path_len == u32::MAX {
+            return None;
+        }
+        let s = self.target_start as usize;
+        let b = &head[s..s + self.path_len as usize];
+        debug_assert!(b.is_ascii());
+        // SAFETY: ASCII, as the caller guarantees.
+        Some(unsafe { std::str::from_utf8_unchecked(b) })
     }
 
     /// The fields as an `http` map.

@@ -71,11 +71,19 @@ impl<'a> RequestView<'a> {
 
     /// The path of the target (`/a/b` for `/a/b?c` or `http://h/a/b?c`; `*` for `*`;
     /// empty for an authority).
+    #[inline]
     pub fn path(&self) -> &'a str {
-        let t = self.target();
-        if let Some(n) = self.raw.origin_path_len() {
-            return &t[..n];
+        // SAFETY: a view is made only over the bytes its head was scanned from.
+        if let Some(path) = unsafe { self.raw.origin_path_unchecked(self.head) } {
+            return path;
         }
+        self.other_path()
+    }
+
+    /// [`path`](Self::path) of the other target forms.
+    #[inline(never)]
+    fn other_path(&self) -> &'a str {
+        let t = self.target();
         let t = match t.as_bytes().first() {
             Some(b'/') | None => t,
             _ if t == "*" => return t,
