@@ -154,15 +154,21 @@ impl<'a> RequestView<'a> {
     /// field values share; a field map reused from an earlier response, if the core has
     /// one).
     pub fn into_http(self) -> Result<Request<Body>, HttpError> {
-        let body = match self.body {
-            ViewBody::Whole([]) => Body::empty(),
-            ViewBody::Whole(b) => Body::full(Bytes::copy_from_slice(b)),
-            ViewBody::Streamed(b) => b,
-        };
-        let mut req = Request::new(body);
-        *req.headers_mut() = crate::header_maps::take();
-        self.raw.fill_http(self.head, &mut req)?;
+        let mut req = Request::new(Body::empty());
+        self.fill_http(&mut req)?;
         Ok(req)
+    }
+
+    /// [`into_http`](Self::into_http) into a request made by the caller (a fresh
+    /// `Request::new(Body::empty())`): filled where it lies, not moved out once more.
+    pub(crate) fn fill_http(self, req: &mut Request<Body>) -> Result<(), HttpError> {
+        match self.body {
+            ViewBody::Whole([]) => {}
+            ViewBody::Whole(b) => *req.body_mut() = Body::full(Bytes::copy_from_slice(b)),
+            ViewBody::Streamed(b) => *req.body_mut() = b,
+        }
+        *req.headers_mut() = crate::header_maps::take();
+        self.raw.fill_http(self.head, req)
     }
 }
 
