@@ -84,6 +84,14 @@ where
 
 /// hyper's timer on ringway's per-core timers ([`ringway::time::sleep`]): header-read
 /// and keep-alive timeouts cost no syscall of their own.
+///
+/// Its `now()` is ringway's turn clock ([`ringway::time::now`]): read once per loop
+/// turn, not once per request. hyper computes each header-read deadline as `now()`
+/// plus the timeout, so that deadline counts from the start of the turn in which hyper
+/// asked: the timeout can end earlier than counted from the real clock by at most how
+/// long the core had been running that turn's tasks (microseconds under load, against
+/// a timeout of seconds). Deadlines are never missed: a timer fires at the first turn
+/// that finds it due.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RingwayTimer;
 
@@ -106,6 +114,10 @@ impl hyper::rt::Timer for RingwayTimer {
 
     fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
         Box::pin(TimerSleep(ringway::time::sleep_until(deadline)))
+    }
+
+    fn now(&self) -> Instant {
+        ringway::time::now()
     }
 
     fn reset(&self, sleep: &mut Pin<Box<dyn hyper::rt::Sleep>>, new_deadline: Instant) {

@@ -14,7 +14,7 @@
 use std::future::{poll_fn, Future};
 use std::io;
 use std::net::SocketAddr;
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -142,6 +142,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         let shared = self.shared.clone();
         let header_ns = nanos(shared.cfg.header_timeout);
         let idle_ns = nanos(shared.cfg.idle_timeout);
+        let send_ns = nanos(shared.cfg.send_timeout);
         // The first request's head is due within the header timeout of the accept; a
         // later one within the header timeout of the moment its first bytes were seen
         // waiting (a head that arrives whole is never waited for).
@@ -216,8 +217,31 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             }
             // One reading of the clock for the send's deadline and the wait's.
             let now = coarse_now();
-            if !self.flush_at(now).await {
-                return false;
+            // `flush_at`, written out here: the batch's send polled in this loop's own
+            // state (an `async fn` per request costs its setup and a poll call).
+            if let Some(buf) = self.out.take().filter(|b| !b.is_empty()) {
+                let deadline = self.send_deadline.unwrap_or(now + send_ns);
+                let mut started = now;
+                let sent = {
+                    let mut send = pin!(self.t.send(buf));
+                    let timer = &mut self.timer;
+                    let mut first = true;
+                    poll_fn(|cx| {
+                        poll_send(
+                            send.as_mut(),
+                            cx,
+                            timer,
+                            now,
+                            deadline,
+                            &mut first,
+                            &mut started,
+                        )
+                    })
+                    .await
+                };
+                if !self.sent(sent, started + send_ns) {
+                    return false;
+                }
             }
             if close {
                 return true;
@@ -235,16 +259,31 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             };
             // (Settling keeps what is unconsumed: still empty or not.)
             let watch = empty.then_some(&self.watch);
-            let wait = wait_input(
-                &mut self.t,
-                &mut self.input,
-                &mut self.timer,
-                self.send_deadline,
-                watch,
-                now,
-                deadline,
-            );
-            match wait.await {
+            let wait = if T::POLL_RECV {
+                // `wait_input`, written out here for the same reason as the send.
+                let (t, input, timer) = (&mut self.t, &mut self.input, &mut self.timer);
+                let send_deadline = self.send_deadline;
+                let mut now = Some(now);
+                poll_fn(|cx| match t.poll_recv(cx, input) {
+                    Poll::Ready(r) => Poll::Ready(received(r)),
+                    Poll::Pending => {
+                        poll_wait_rest(cx, watch, timer, &mut now, send_deadline, deadline)
+                    }
+                })
+                .await
+            } else {
+                let wait = wait_input(
+                    &mut self.t,
+                    &mut self.input,
+                    &mut self.timer,
+                    self.send_deadline,
+                    watch,
+                    now,
+                    deadline,
+                );
+                wait.await
+            };
+            match wait {
                 Wait::SendDue => {
                     // Ended by now, or too slow: the peer does not take what it asked.
                     match poll_fn(|cx| Poll::Ready(self.t.poll_flush(cx))).await {
@@ -441,7 +480,8 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         self.flush_at(coarse_now()).await
     }
 
-    /// [`flush`](Self::flush) with the coarse clock read just before (`now`).
+    /// [`flush`](Self::flush) with the coarse clock read just before (`now`). (The
+    /// serve loop has its own copy of this, for the common case.)
     async fn flush_at(&mut self, now: u64) -> bool {
         let Some(buf) = self.out.take() else {
             return true;
@@ -452,30 +492,33 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         let send_ns = nanos(self.shared.cfg.send_timeout);
         // The one in flight has had its time already.
         let deadline = self.send_deadline.unwrap_or(now + send_ns);
-        // One poll function for the send and its deadline (as in `wait_input`). The
-        // send started at `now` if it started at the first poll (no send in flight),
-        // else the clock is read again when it does.
         let mut started = now;
         let sent = {
             let mut send = pin!(self.t.send(buf));
             let timer = &mut self.timer;
             let mut first = true;
             poll_fn(|cx| {
-                if let Poll::Ready(r) = send.as_mut().poll(cx) {
-                    if !first {
-                        started = coarse_now();
-                    }
-                    return Poll::Ready(Ok(r));
-                }
-                let at = if first { now } else { coarse_now() };
-                first = false;
-                timer.poll_timer(cx, at, deadline).map(Err)
+                poll_send(
+                    send.as_mut(),
+                    cx,
+                    timer,
+                    now,
+                    deadline,
+                    &mut first,
+                    &mut started,
+                )
             })
             .await
         };
+        self.sent(sent, started + send_ns)
+    }
+
+    /// After a send started (`due`: when it must have ended) or failed to: false if the
+    /// connection must be dropped.
+    fn sent(&mut self, sent: Result<io::Result<()>, Elapsed>, due: u64) -> bool {
         match sent {
             Ok(Ok(())) => {
-                self.send_deadline = Some(started + send_ns);
+                self.send_deadline = Some(due);
                 true
             }
             Ok(Err(e)) => {
@@ -706,6 +749,67 @@ fn io_failed(shared: &ServerState, e: &io::Error) {
     }
 }
 
+/// One poll of a batch's send, bounded by `deadline` (on the coarse clock): the send
+/// started at `now` if it started at the first poll (no send in flight), else the
+/// clock is read again when it does (`started`).
+#[inline]
+fn poll_send<S: Future<Output = io::Result<()>>>(
+    send: Pin<&mut S>,
+    cx: &mut Context<'_>,
+    timer: &mut Deadline,
+    now: u64,
+    deadline: u64,
+    first: &mut bool,
+    started: &mut u64,
+) -> Poll<Result<io::Result<()>, Elapsed>> {
+    if let Poll::Ready(r) = send.poll(cx) {
+        if !*first {
+            *started = coarse_now();
+        }
+        return Poll::Ready(Ok(r));
+    }
+    let at = if *first { now } else { coarse_now() };
+    *first = false;
+    timer.poll_timer(cx, at, deadline).map(Err)
+}
+
+/// What a finished receive means for the wait.
+#[inline]
+fn received(r: io::Result<usize>) -> Wait {
+    match r {
+        Ok(0) => Wait::Eof,
+        Ok(_) => Wait::Data,
+        Err(e) => Wait::Failed(e),
+    }
+}
+
+/// The rest of one poll of a wait for input once the receive is pending: shutdown
+/// (with a `watch`), then the deadline (and a background send's, once it has come).
+/// The first poll uses the caller's reading of the clock (`now`), later ones read it.
+#[inline]
+fn poll_wait_rest(
+    cx: &mut Context<'_>,
+    watch: Option<&Watch>,
+    timer: &mut Deadline,
+    now: &mut Option<u64>,
+    send_deadline: Option<u64>,
+    deadline: u64,
+) -> Poll<Wait> {
+    if watch.is_some_and(|w| w.poll_down(cx).is_ready()) {
+        return Poll::Ready(Wait::Down);
+    }
+    let now = now.take().unwrap_or_else(coarse_now);
+    // A background send in flight has its own deadline; it is looked at only once
+    // that has come (looking registers for its end: a wake-up nobody needs
+    // otherwise).
+    let wait_for = send_deadline.map_or(deadline, |s| s.min(deadline));
+    match timer.poll_timer(cx, now, wait_for) {
+        Poll::Pending => Poll::Pending,
+        Poll::Ready(Elapsed) if now < deadline => Poll::Ready(Wait::SendDue),
+        Poll::Ready(Elapsed) => Poll::Ready(Wait::Timeout),
+    }
+}
+
 /// Waits for input until `deadline` (on the coarse clock; `now` read just before) and,
 /// with a `watch`, until shutdown begins. One poll function for the three, so a wake-up
 /// costs one poll of each, not a stack of futures.
@@ -719,39 +823,17 @@ async fn wait_input<T: Transport>(
     deadline: u64,
 ) -> Wait {
     let mut now = Some(now);
-    // The rest of one poll once the receive is pending: shutdown, then the deadline.
-    let mut rest = move |cx: &mut Context<'_>| {
-        if watch.is_some_and(|w| w.poll_down(cx).is_ready()) {
-            return Poll::Ready(Wait::Down);
-        }
-        // The first poll uses the caller's reading of the clock.
-        let now = now.take().unwrap_or_else(coarse_now);
-        // A background send in flight has its own deadline; it is looked at only once
-        // that has come (looking registers for its end: a wake-up nobody needs
-        // otherwise).
-        let wait_for = send_deadline.map_or(deadline, |s| s.min(deadline));
-        match timer.poll_timer(cx, now, wait_for) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(Elapsed) if now < deadline => Poll::Ready(Wait::SendDue),
-            Poll::Ready(Elapsed) => Poll::Ready(Wait::Timeout),
-        }
-    };
-    let received = |r: io::Result<usize>| match r {
-        Ok(0) => Wait::Eof,
-        Ok(_) => Wait::Data,
-        Err(e) => Wait::Failed(e),
-    };
     if T::POLL_RECV {
         return poll_fn(|cx| match t.poll_recv(cx, input) {
             Poll::Ready(r) => Poll::Ready(received(r)),
-            Poll::Pending => rest(cx),
+            Poll::Pending => poll_wait_rest(cx, watch, timer, &mut now, send_deadline, deadline),
         })
         .await;
     }
     let mut recv = pin!(t.recv(input));
     poll_fn(|cx| match recv.as_mut().poll(cx) {
         Poll::Ready(r) => Poll::Ready(received(r)),
-        Poll::Pending => rest(cx),
+        Poll::Pending => poll_wait_rest(cx, watch, timer, &mut now, send_deadline, deadline),
     })
     .await
 }

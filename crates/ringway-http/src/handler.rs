@@ -86,11 +86,14 @@ pub struct HttpTypes<H>(pub H);
 
 impl<H: Handler> ViewHandler for HttpTypes<H> {
     async fn call<'a>(&'a self, req: RequestView<'a>, res: Responder<'a>) -> Written {
-        match req.into_http() {
+        // Filled in place (an `http::Request` is a few hundred bytes: each move is a
+        // copy), then moved into the handler's future.
+        let mut http_req = Request::new(Body::empty());
+        match req.fill_http(&mut http_req) {
             // In a heap block: an `http::Request` and whatever the handler keeps across
             // its awaits would otherwise be part of every connection's state, idle or
             // not. The block is reused by the core's next request (no allocation).
-            Ok(req) => res.send(FutureBox::new(self.0.call(req)).await),
+            Ok(()) => res.send(FutureBox::new(self.0.call(http_req)).await),
             // The scan checked everything the `http` types need: not expected.
             Err(_) => res.status(StatusCode::INTERNAL_SERVER_ERROR).empty(),
         }

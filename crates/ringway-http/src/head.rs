@@ -145,9 +145,23 @@ impl RawHead {
         unsafe { std::str::from_utf8_unchecked(b) }
     }
 
-    /// Length of the path of an origin-form target (before any `?`), if it is one.
-    pub(crate) fn origin_path_len(&self) -> Option<usize> {
-        (self.path_len != u32::MAX).then_some(self.path_len as usize)
+    /// The path of an origin-form target (before any `?`), if it is one, from the very
+    /// bytes this head was scanned from.
+    ///
+    /// # Safety
+    ///
+    /// As for [`method_unchecked`](Self::method_unchecked) (the target was checked to be
+    /// visible ASCII).
+    #[inline]
+    pub(crate) unsafe fn origin_path_unchecked<'a>(&self, head: &'a [u8]) -> Option<&'a str> {
+        if self.path_len == u32::MAX {
+            return None;
+        }
+        let s = self.target_start as usize;
+        let b = &head[s..s + self.path_len as usize];
+        debug_assert!(b.is_ascii());
+        // SAFETY: ASCII, as the caller guarantees.
+        Some(unsafe { std::str::from_utf8_unchecked(b) })
     }
 
     /// The fields as an `http` map.
@@ -171,9 +185,12 @@ impl RawHead {
         head: &[u8],
         req: &mut http::Request<B>,
     ) -> Result<(), HttpError> {
-        *req.method_mut() =
-            Method::from_bytes(&head[self.method_start as usize..][..self.method_len as usize])
-                .map_err(|_| HttpError::bad("bad method"))?;
+        let method = &head[self.method_start as usize..][..self.method_len as usize];
+        // A fresh request's method is GET already.
+        if method != b"GET" || *req.method() != Method::GET {
+            *req.method_mut() =
+                Method::from_bytes(method).map_err(|_| HttpError::bad("bad method"))?;
+        }
         *req.version_mut() = self.version;
         let shared = share_head(&head[..self.len]);
         let t = self.target_start as usize;
@@ -799,6 +816,29 @@ mod tests {
             assert_eq!(req.headers()["x-pad"].as_bytes(), filler.as_bytes());
             assert_eq!(req.headers()["x-b"], "2");
             assert_eq!(req.headers().len(), 3);
+        }
+    }
+
+    /// The method of the `http` request is the one sent (GET is a fresh request's own).
+    #[test]
+    fn http_requests_get_their_method() {
+        for m in ["GET", "POST", "HEAD", "DELETE", "PATCH", "BREW"] {
+            let b = format!("{m} /p HTTP/1.1\r\nHost: h\r\n\r\n");
+            let Ok(Scanned::Complete(h)) = scan(b.as_bytes()) else {
+                panic!("scans")
+            };
+            let mut req = http::Request::new(());
+            h.fill_http(b.as_bytes(), &mut req).unwrap();
+            assert_eq!(req.method().as_str(), m);
+            // A request that had another method gets GET back.
+            let mut req = http::Request::new(());
+            *req.method_mut() = Method::PUT;
+            let get = b"GET /p HTTP/1.1\r\nHost: h\r\n\r\n";
+            let Ok(Scanned::Complete(h)) = scan(get) else {
+                panic!("scans")
+            };
+            h.fill_http(get, &mut req).unwrap();
+            assert_eq!(req.method(), Method::GET);
         }
     }
 

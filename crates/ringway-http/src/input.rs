@@ -53,7 +53,22 @@ impl Input {
 
     /// Adds a received pool buffer: kept for in-place parsing if nothing else is
     /// pending, else appended to the own buffer.
+    #[inline]
     pub(crate) fn push_pool(&mut self, buf: PoolBuf) {
+        // The common case, nothing pending (a pool buffer is never kept consumed to
+        // its end, nor the own buffer).
+        if self.pool.is_none() && self.own.is_none() {
+            debug_assert_eq!(self.pos, 0);
+            self.pool = Some(buf);
+            self.ppos = 0;
+            return;
+        }
+        self.push_pool_pending(buf);
+    }
+
+    /// [`push_pool`](Self::push_pool) when something may be pending.
+    #[inline(never)]
+    fn push_pool_pending(&mut self, buf: PoolBuf) {
         if self.is_empty() {
             self.own = None;
             self.pos = 0;
@@ -66,7 +81,18 @@ impl Input {
 
     /// Copies what is left of a pool buffer into the own buffer and releases it; also
     /// compacts the own buffer. Called before waiting for more input.
+    #[inline]
     pub(crate) fn settle(&mut self) {
+        // Nothing to settle: the common case between requests.
+        if self.pool.is_none() && self.pos == 0 && self.own.is_none() {
+            return;
+        }
+        self.settle_pending();
+    }
+
+    /// [`settle`](Self::settle) when there is something to move or compact.
+    #[inline(never)]
+    fn settle_pending(&mut self) {
         if let Some(p) = self.pool.take() {
             let rest = &p[self.ppos..];
             self.ppos = 0;

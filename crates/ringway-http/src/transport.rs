@@ -69,7 +69,9 @@ impl Transport for Tcp {
         std::future::poll_fn(|cx| self.poll_recv(cx, input)).await
     }
 
-    #[inline]
+    // Always inline: called twice per request from the serve loop (the receive that
+    // completes, then the one that registers), a call and its moves each.
+    #[inline(always)]
     fn poll_recv(&mut self, cx: &mut Context<'_>, input: &mut Input) -> Poll<io::Result<usize>> {
         self.rx.poll_next(cx).map(|next| match next {
             Some(Ok(buf)) => {

@@ -71,11 +71,19 @@ impl<'a> RequestView<'a> {
 
     /// The path of the target (`/a/b` for `/a/b?c` or `http://h/a/b?c`; `*` for `*`;
     /// empty for an authority).
+    #[inline]
     pub fn path(&self) -> &'a str {
-        let t = self.target();
-        if let Some(n) = self.raw.origin_path_len() {
-            return &t[..n];
+        // SAFETY: a view is made only over the bytes its head was scanned from.
+        if let Some(path) = unsafe { self.raw.origin_path_unchecked(self.head) } {
+            return path;
         }
+        self.other_path()
+    }
+
+    /// [`path`](Self::path) of the other target forms.
+    #[inline(never)]
+    fn other_path(&self) -> &'a str {
+        let t = self.target();
         let t = match t.as_bytes().first() {
             Some(b'/') | None => t,
             _ if t == "*" => return t,
@@ -146,15 +154,28 @@ impl<'a> RequestView<'a> {
     /// field values share; a field map reused from an earlier response, if the core has
     /// one).
     pub fn into_http(self) -> Result<Request<Body>, HttpError> {
-        let body = match self.body {
-            ViewBody::Whole([]) => Body::empty(),
-            ViewBody::Whole(b) => Body::full(Bytes::copy_from_slice(b)),
-            ViewBody::Streamed(b) => b,
-        };
-        let mut req = Request::new(body);
-        *req.headers_mut() = crate::header_maps::take();
-        self.raw.fill_http(self.head, &mut req)?;
+        let mut req = Request::new(Body::empty());
+        self.fill_http(&mut req)?;
         Ok(req)
+    }
+
+    /// [`into_http`](Self::into_http) into a request made by the caller (a fresh
+    /// `Request::new(Body::empty())`): filled where it lies, not moved out once more.
+    pub(crate) fn fill_http(self, req: &mut Request<Body>) -> Result<(), HttpError> {
+        match self.body {
+            ViewBody::Whole([]) => {}
+            ViewBody::Whole(b) => *req.body_mut() = Body::full(Bytes::copy_from_slice(b)),
+            ViewBody::Streamed(b) => *req.body_mut() = b,
+        }
+        let blank = std::mem::replace(req.headers_mut(), crate::header_maps::take());
+        // The map of a fresh request owns no memory (`HeaderMap::new` "will not
+        // allocate", says its documentation; `tests/allocations.rs` checks
+        // `Request::new`): forgotten, not dropped, as the drop of even an empty map
+        // costs some 60 instructions per request. One that has capacity is dropped.
+        if blank.capacity() == 0 {
+            std::mem::forget(blank);
+        }
+        self.raw.fill_http(self.head, req)
     }
 }
 

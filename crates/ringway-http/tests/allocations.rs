@@ -120,6 +120,21 @@ fn a_view_handler_allocates_nothing_per_request() {
     }
 }
 
+/// A fresh `http::Request` allocates nothing: its field map owns no memory, which the
+/// `http`-types path relies on when it forgets that map instead of dropping it
+/// (`RequestView::fill_http`).
+#[test]
+fn a_blank_http_request_owns_no_memory() {
+    COUNT.with(|n| n.set(0));
+    COUNTING.with(|c| c.set(true));
+    let req = http::Request::new(());
+    let capacity = req.headers().capacity();
+    drop(req);
+    COUNTING.with(|c| c.set(false));
+    assert_eq!(COUNT.with(Cell::get), 0, "Request::new allocated");
+    assert_eq!(capacity, 0);
+}
+
 /// For comparison (printed, not asserted): the `http`-types handler builds a target,
 /// a field map and a response map per request.
 #[test]

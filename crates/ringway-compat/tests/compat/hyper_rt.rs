@@ -54,6 +54,23 @@ async fn timer_sleeps_resets_and_cleans_up() {
     assert_eq!(pending_timers(), 0, "a dropped sleep leaves no timer");
 }
 
+/// hyper asks the timer for the time once per request head: that is ringway's turn
+/// clock, one reading per loop turn, never ahead of the real clock.
+#[ringway::test(both)]
+async fn timer_now_is_the_turn_clock() {
+    let timer = RingwayTimer;
+    let first = timer.now();
+    std::thread::sleep(Duration::from_millis(2));
+    assert_eq!(timer.now(), first, "one reading per turn");
+    assert_eq!(ringway::time::now(), first);
+    assert!(first + Duration::from_millis(2) <= Instant::now());
+    ringway::runtime::yield_now().await;
+    assert!(
+        timer.now() >= first + Duration::from_millis(2),
+        "the next turn reads the clock again"
+    );
+}
+
 /// hyper's header-read timeout runs on `RingwayTimer`: a client that sends half a
 /// request head and stalls is closed after it, one that completes its head in time is
 /// served.

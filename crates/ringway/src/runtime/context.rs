@@ -99,6 +99,7 @@ pub(crate) struct Enter {
 
 impl Enter {
     pub(crate) fn new(core: Rc<Core>) -> Enter {
+        core.timers.borrow_mut().forget_now(); // the thread may have been away
         let prev = CURRENT.with(|c| c.replace(Rc::as_ptr(&core)));
         Enter { prev, _core: core }
     }

@@ -360,6 +360,7 @@ impl Core {
             timeout
         };
         let res = self.driver.borrow_mut().turn(timeout, &mut |_, _, _| {});
+        self.timers.borrow_mut().forget_now(); // the wait made the turn clock stale
         if sleeping {
             waker.set_sleeping(false);
         }

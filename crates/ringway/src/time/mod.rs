@@ -1,9 +1,30 @@
-//! Time: [`sleep`], [`timeout`] and [`interval`].
+//! Time: [`sleep`], [`timeout`], [`interval`] and the turn clock [`now`].
 //!
 //! Each core keeps one timer structure; the nearest deadline bounds the driver's wait,
 //! so a timer costs no syscall of its own. A timer fires at the first loop turn after
 //! its deadline: late by at most one turn, never early.
+//!
+//! ## The turn clock
+//!
+//! [`now`] reads the monotonic clock once per loop turn: the first call after the core
+//! comes back from waiting for I/O reads it, later calls in that turn return the same
+//! reading. A server that asks for the time per request (hyper computes each header-read
+//! deadline from its timer's `now()`) then pays one clock read per turn, not one per
+//! request. What the reading promises:
+//!
+//! - it is never later than [`Instant::now`], and readings on one core never go back;
+//! - it is earlier than [`Instant::now`] by at most the time the core has spent since
+//!   that first call, running the turn's tasks (a turn runs at most 256 task polls
+//!   before it looks at I/O again, and the clock is read afresh after that look);
+//! - so `now() + d` may come up to that long before `d` has passed from the call.
+//!   ringway's own timers do not use it where that would matter: a [`sleep`]`(d)`
+//!   still reads the clock at its first poll and never completes before `d` has passed
+//!   since then. A [`sleep_until`] compares its deadline with the turn clock, which is
+//!   safe (an earlier clock can only make it wait, and the timer then fires at the
+//!   first turn that finds the deadline passed).
 
+#[cfg(test)]
+mod tests;
 mod timers;
 
 use std::future::Future;
@@ -16,7 +37,15 @@ pub(crate) use timers::Timers;
 
 use crate::runtime::context::{try_with_timers, with_timers};
 
-/// Waits until `duration` has passed, counted from the sleep's first poll.
+/// The current core's turn clock (see the [module docs](self#the-turn-clock)): the
+/// monotonic time as read at most once per loop turn, never later than
+/// [`Instant::now`]. Outside a runtime it is [`Instant::now`].
+pub fn now() -> Instant {
+    try_with_timers(Timers::now).unwrap_or_else(Instant::now)
+}
+
+/// Waits until `duration` has passed, counted from the sleep's first poll (read from
+/// the real clock, not the turn clock: it never completes early).
 pub fn sleep(duration: Duration) -> Sleep {
     Sleep {
         deadline: Deadline::After(duration),
@@ -100,16 +129,33 @@ impl Future for Sleep {
             self.key = None;
             return Poll::Ready(());
         }
-        let now = Instant::now();
-        let deadline = match self.deadline {
-            Deadline::At(at) if at <= now => return Poll::Ready(()),
-            Deadline::At(at) => at,
-            Deadline::After(d) if d.is_zero() => return Poll::Ready(()),
-            Deadline::After(d) => now + d,
-        };
-        self.deadline = Deadline::At(deadline);
-        self.key = Some(with_timers(|t| t.insert(deadline, cx.waker().clone())));
-        Poll::Pending
+        let deadline = self.deadline;
+        let key = with_timers(|t| {
+            let deadline = match deadline {
+                // The turn clock is never ahead of the real one: if it says the
+                // deadline has passed, it has; if it was a little behind, the timer
+                // fires at the next turn.
+                Deadline::At(at) if at <= t.now() => return None,
+                Deadline::At(at) => at,
+                Deadline::After(d) if d.is_zero() => return None,
+                // Counted from now, really: the turn clock could be behind. The reading
+                // serves as the turn clock if the turn has none yet.
+                Deadline::After(d) => {
+                    let now = Instant::now();
+                    t.note_now(now);
+                    now + d
+                }
+            };
+            Some((deadline, t.insert(deadline, cx.waker().clone())))
+        });
+        match key {
+            None => Poll::Ready(()),
+            Some((deadline, key)) => {
+                self.deadline = Deadline::At(deadline);
+                self.key = Some(key);
+                Poll::Pending
+            }
+        }
     }
 }
 

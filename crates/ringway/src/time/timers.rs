@@ -13,14 +13,26 @@
 //! - moving a timer later only changes the entry's deadline: its heap item stays where
 //!   it was, and when it reaches the top the entry is pushed again at its real deadline.
 //!
-//! So the common cases cost a slab operation and a heap push that rarely sifts (a new
-//! deadline is usually the latest), with no allocation once the slab and heap have
-//! grown: no rebalancing tree per read.
+//! Timers far from due (more than twice [`HORIZON`] ahead of the turn clock when they
+//! are made, or when a moved one reaches the top of the heap) are not in the heap at
+//! all: they wait in the slab, marked far, under one lower bound of their deadlines.
+//! Making and removing one costs a slab operation, no heap item and no rebuild; that is
+//! the life of most timers (hyper's header-read timeout of 30 s is made and dropped per
+//! request). When the lower bound comes within `HORIZON` of the time, one pass over the
+//! slab files the far timers due within twice `HORIZON` into the heap and computes the
+//! bound afresh. Passes are at least `HORIZON` apart however the timers come and go:
+//! after a pass the bound is more than `2 * HORIZON` ahead, a new far timer is too,
+//! and a far timer moved earlier goes to the heap instead of lowering the bound. The
+//! driver's wait never runs past the bound, so a far timer is never late.
+//!
+//! So the common cases cost a slab operation and at most a heap push that rarely sifts
+//! (a new deadline is usually the latest), with no allocation once the slab and heap
+//! have grown: no rebalancing tree per read.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::task::Waker;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use slab::Slab;
 
@@ -38,6 +50,7 @@ struct Entry {
     /// Which timer this is (slab slots are reused).
     seq: u64,
     /// The sequence number of the heap item that stands for it; older items are dead.
+    /// [`FAR`] for a timer that has no heap item (see the module docs).
     item: u64,
 }
 
@@ -74,10 +87,32 @@ pub(crate) struct Timers {
     /// Heap items that no longer stand for a live timer.
     dead: usize,
     seq: u64,
+    /// Timers marked [`FAR`].
+    far: usize,
+    /// No far timer is due before this (a lower bound: removing or moving one later
+    /// leaves it be); `None` when there is no far timer.
+    far_min: Option<Instant>,
+    /// The turn clock (see [`Timers::now`]): the first reading since the core last
+    /// waited, or `None` when it has waited since.
+    turn_now: Option<Instant>,
+    /// Readings of the monotonic clock taken for the turn clock.
+    #[cfg(test)]
+    pub(super) clock_reads: u64,
+    /// Passes over the slab to file far timers.
+    #[cfg(test)]
+    far_passes: u64,
 }
 
 /// Below this many dead items the heap is never rebuilt.
 const MIN_DEAD_TO_COMPACT: usize = 64;
+
+/// Far timers are filed into the heap when their bound comes within this of the time;
+/// a timer due more than twice this ahead is far.
+const HORIZON: Duration = Duration::from_secs(1);
+
+/// [`Entry::item`] of a timer kept out of the heap (heap items' sequence numbers start
+/// at 1).
+const FAR: u64 = 0;
 
 impl Timers {
     pub(crate) fn new() -> Self {
@@ -86,7 +121,50 @@ impl Timers {
             heap: BinaryHeap::new(),
             dead: 0,
             seq: 0,
+            far: 0,
+            far_min: None,
+            turn_now: None,
+            #[cfg(test)]
+            clock_reads: 0,
+            #[cfg(test)]
+            far_passes: 0,
         }
+    }
+
+    /// The turn clock: the time, read once per turn. The first call after
+    /// [`forget_now`](Self::forget_now) reads the monotonic clock; later ones return
+    /// that reading, so it is never later than [`Instant::now`] and earlier than it by
+    /// the time the core has run since that first call.
+    #[inline]
+    pub(crate) fn now(&mut self) -> Instant {
+        match self.turn_now {
+            Some(now) => now,
+            None => self.read_clock(),
+        }
+    }
+
+    #[cold]
+    fn read_clock(&mut self) -> Instant {
+        #[cfg(test)]
+        {
+            self.clock_reads += 1;
+        }
+        *self.turn_now.insert(Instant::now())
+    }
+
+    /// Takes `now`, a reading of the real clock, as the turn clock if this turn has
+    /// none yet (as if it had been read for it).
+    #[inline]
+    pub(crate) fn note_now(&mut self, now: Instant) {
+        self.turn_now.get_or_insert(now);
+    }
+
+    /// The core is back from waiting (or starts running): the turn clock is stale.
+    /// The core calls this whenever its thread may have been away, which is what
+    /// bounds how far [`now`](Self::now) can lag the real time.
+    #[inline]
+    pub(crate) fn forget_now(&mut self) {
+        self.turn_now = None;
     }
 
     fn next_seq(&mut self) -> u64 {
@@ -97,18 +175,67 @@ impl Timers {
     /// Registers a timer that wakes `waker` at `deadline`.
     pub(crate) fn insert(&mut self, deadline: Instant, waker: Waker) -> TimerKey {
         let seq = self.next_seq();
+        // Far by the turn clock if this turn has read it (hyper's timer has: its
+        // deadline is `now()` plus the timeout); no clock read of its own. The turn
+        // clock may lag: a timer it calls far may be a little nearer. That is only a
+        // matter of where it waits; `far_min` keeps it on time either way.
+        let far = self
+            .turn_now
+            .is_some_and(|now| deadline > now + 2 * HORIZON);
         let index = self.entries.insert(Entry {
             deadline,
             waker,
             seq,
-            item: seq,
+            item: if far { FAR } else { seq },
         }) as u32;
-        self.heap.push(Item {
-            deadline,
-            index,
-            seq,
-        });
+        if far {
+            self.add_far(deadline);
+        } else {
+            self.heap.push(Item {
+                deadline,
+                index,
+                seq,
+            });
+        }
         TimerKey { index, seq }
+    }
+
+    /// Counts one more far timer, due at `deadline`.
+    fn add_far(&mut self, deadline: Instant) {
+        self.far += 1;
+        self.far_min = Some(self.far_min.map_or(deadline, |m| m.min(deadline)));
+    }
+
+    /// Files the far timers due by `now + 2 * HORIZON` into the heap and computes
+    /// `far_min` afresh over the rest: one pass over the slab.
+    #[cold]
+    fn file_far(&mut self, now: Instant) {
+        #[cfg(test)]
+        {
+            self.far_passes += 1;
+        }
+        let limit = now + 2 * HORIZON;
+        let mut far_min: Option<Instant> = None;
+        let mut filed = 0;
+        for (index, e) in self.entries.iter_mut() {
+            if e.item != FAR {
+                continue;
+            }
+            if e.deadline <= limit {
+                self.seq += 1;
+                e.item = self.seq;
+                self.heap.push(Item {
+                    deadline: e.deadline,
+                    index: index as u32,
+                    seq: self.seq,
+                });
+                filed += 1;
+            } else {
+                far_min = Some(far_min.map_or(e.deadline, |m| m.min(e.deadline)));
+            }
+        }
+        self.far -= filed;
+        self.far_min = far_min;
     }
 
     fn entry(&mut self, key: TimerKey) -> Option<&mut Entry> {
@@ -138,7 +265,8 @@ impl Timers {
     }
 
     /// Moves a live timer to `deadline`; false if it has fired (or was removed). Later
-    /// is a store; earlier pushes a new heap item (the old one dies).
+    /// is a store; earlier pushes a new heap item (the old one dies; a far timer
+    /// joins the heap, so the far bound never moves earlier but by a new timer).
     pub(crate) fn reset(&mut self, key: TimerKey, deadline: Instant) -> bool {
         let seq = self.next_seq();
         let Some(e) = self.entry(key) else {
@@ -146,7 +274,20 @@ impl Timers {
         };
         let earlier = deadline < e.deadline;
         e.deadline = deadline;
-        if earlier {
+        if e.item == FAR {
+            if earlier {
+                e.item = seq;
+                self.heap.push(Item {
+                    deadline,
+                    index: key.index,
+                    seq,
+                });
+                self.far -= 1;
+                if self.far == 0 {
+                    self.far_min = None;
+                }
+            }
+        } else if earlier {
             e.item = seq;
             self.heap.push(Item {
                 deadline,
@@ -161,15 +302,25 @@ impl Timers {
 
     /// Removes a timer (no effect if it has fired).
     pub(crate) fn remove(&mut self, key: TimerKey) {
-        if self.entry(key).is_some() {
-            self.entries.remove(key.index as usize);
+        let Some(e) = self.entry(key) else {
+            return;
+        };
+        let far = e.item == FAR;
+        self.entries.remove(key.index as usize);
+        if far {
+            // No heap item to leave behind; `far_min` stays a valid lower bound.
+            self.far -= 1;
+            if self.far == 0 {
+                self.far_min = None;
+            }
+        } else {
             self.dead += 1;
             self.maybe_compact();
         }
     }
 
     fn maybe_compact(&mut self) {
-        if self.dead < MIN_DEAD_TO_COMPACT || self.dead <= self.entries.len() {
+        if self.dead < MIN_DEAD_TO_COMPACT || self.dead <= self.entries.len() - self.far {
             return;
         }
         let entries = &self.entries;
@@ -185,11 +336,24 @@ impl Timers {
     }
 
     /// Moves the wakers of the timers due at `now` into `due` (the timers are gone) and
-    /// returns the deadline of the heap's next item: the next timer's, or earlier, if
-    /// that item is dead. Only items due by `now` are popped: a dead item still in the
-    /// future stays until it is due or a rebuild drops it, so removing a timer never costs
-    /// a pop, and at worst the driver wakes once, early, for a timer that is gone.
+    /// returns when the driver must look again: the next timer's deadline, or earlier
+    /// (a dead heap item's, or the far timers' lower bound). Only items due by `now` are
+    /// popped: a dead item still in the future stays until it is due or a rebuild drops
+    /// it, so removing a timer never costs a pop, and at worst the driver wakes once,
+    /// early, for a timer that is gone.
     pub(crate) fn take_due(&mut self, now: Instant, due: &mut Vec<Waker>) -> Option<Instant> {
+        if self.far_min.is_some_and(|m| m <= now + HORIZON) {
+            self.file_far(now);
+        }
+        let next = self.take_due_in_heap(now, due);
+        match (next, self.far_min) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// [`take_due`](Self::take_due) in the heap: returns the deadline of its next item.
+    fn take_due_in_heap(&mut self, now: Instant, due: &mut Vec<Waker>) -> Option<Instant> {
         loop {
             let top = self.heap.peek()?;
             let (index, seq, at) = (top.index, top.seq, top.deadline);
@@ -202,6 +366,13 @@ impl Timers {
                 self.dead = self.dead.saturating_sub(1);
                 continue;
             };
+            if e.deadline > now + 2 * HORIZON {
+                // Moved far later (a connection's idle deadline): out of the heap.
+                let deadline = e.deadline;
+                self.entries[index as usize].item = FAR;
+                self.add_far(deadline);
+                continue;
+            }
             if e.deadline > now {
                 // Moved later: re-file it at its real deadline.
                 let deadline = e.deadline;
@@ -308,14 +479,28 @@ mod tests {
     }
 
     #[test]
+    fn the_turn_clock_is_kept_until_forgotten() {
+        let mut t = Timers::new();
+        let first = t.now();
+        assert_eq!(t.now(), first);
+        assert_eq!(t.clock_reads, 1);
+        std::thread::sleep(Duration::from_millis(1));
+        t.forget_now();
+        let second = t.now();
+        assert!(second >= first + Duration::from_millis(1));
+        assert_eq!(t.clock_reads, 2);
+    }
+
+    #[test]
     fn the_heap_stays_bounded_under_churn() {
         let t0 = Instant::now();
         let mut t = Timers::new();
         let (_, w) = waker();
-        let keep = t.insert(t0 + Duration::from_secs(3600), w.clone());
+        let keep = t.insert(t0 + Duration::from_millis(900), w.clone());
         for i in 0..100_000u64 {
+            // Near timers (within HORIZON): heap items, left dead when removed.
             let k = t.insert(
-                t0 + Duration::from_secs(60) + Duration::from_nanos(i),
+                t0 + Duration::from_millis(500) + Duration::from_nanos(i),
                 w.clone(),
             );
             t.remove(k);
@@ -327,5 +512,115 @@ mod tests {
             t.heap.len()
         );
         assert!(t.update(keep, &w));
+    }
+
+    #[test]
+    fn far_timers_stay_out_of_the_heap_and_fire_on_time() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let mut t = Timers::new();
+        t.note_now(t0);
+        let (a, wa) = waker();
+        let (b, wb) = waker();
+        // Made and dropped per request (hyper's 30 s header timeout): no heap work.
+        for _ in 0..10_000 {
+            let k = t.insert(t0 + s(30), wa.clone());
+            t.remove(k);
+        }
+        assert_eq!((t.heap.len(), t.far, t.far_min), (0, 0, None));
+        let late = t.insert(t0 + s(30), wa.clone());
+        let soon = t.insert(t0 + s(5), wb.clone());
+        assert_eq!(t.heap.len(), 0, "both are far");
+        let mut fresh = Timers::new();
+        fresh.insert(t0 + s(30), wa.clone());
+        assert_eq!(
+            (fresh.heap.len(), fresh.clock_reads),
+            (1, 0),
+            "without a turn clock a timer goes to the heap: no clock read to decide"
+        );
+        let mut due = Vec::new();
+        assert_eq!(
+            t.take_due(t0, &mut due),
+            Some(t0 + s(5)),
+            "the driver wakes for the nearest far timer"
+        );
+        // Within the horizon: filed into the heap, fired at its deadline, not before.
+        let near = t0 + s(5) - HORIZON / 2;
+        assert_eq!(t.take_due(near, &mut due), Some(t0 + s(5)));
+        assert!(due.is_empty());
+        assert_eq!(t.heap.len(), 1, "only the one within twice the horizon");
+        assert_eq!(t.take_due(t0 + s(5), &mut due), Some(t0 + s(30)));
+        due.drain(..).for_each(Waker::wake);
+        assert_eq!(b.0.load(AtomicOrdering::SeqCst), 1);
+        assert!(!t.is_live(soon) && t.is_live(late));
+        // Moved earlier while far: into the heap; moved later: it fires then.
+        assert!(t.reset(late, t0 + s(20)));
+        assert_eq!(t.take_due(t0 + s(6), &mut due), Some(t0 + s(20)));
+        assert!(t.reset(late, t0 + s(40)));
+        assert_eq!(t.take_due(t0 + s(20), &mut due), Some(t0 + s(40)));
+        assert!(due.is_empty(), "moved later: not fired at the old deadline");
+        assert_eq!(t.take_due(t0 + s(40), &mut due), None);
+        due.drain(..).for_each(Waker::wake);
+        assert_eq!(a.0.load(AtomicOrdering::SeqCst), 1);
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn far_passes_stay_a_horizon_apart() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut t = Timers::new();
+        let (_, w) = waker();
+        let mut due = Vec::new();
+        let mut keys = Vec::new();
+        // A timer per millisecond for 5 s, each due just past the far threshold (the
+        // worst case: each would pull the bound near at once), half of them dropped,
+        // one lowered while far.
+        for i in 0..5_000u64 {
+            let now = t0 + ms(i);
+            t.forget_now();
+            t.note_now(now);
+            let k = t.insert(now + 2 * HORIZON + ms(1), w.clone());
+            if i % 2 == 0 {
+                t.remove(k);
+            } else {
+                keys.push(k);
+            }
+            if i == 2_001 {
+                assert!(t.reset(keys[0], now + ms(1)));
+            }
+            t.take_due(now, &mut due);
+        }
+        assert!(
+            t.far_passes <= 6,
+            "{} passes over the slab in 5 s",
+            t.far_passes
+        );
+        // And none fired early: every one fired is due by the last `now`.
+        assert!(due.len() <= keys.len());
+        let end = t0 + ms(5_000) + 3 * HORIZON;
+        t.take_due(end, &mut due);
+        assert_eq!(due.len(), keys.len(), "all fire in the end");
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn a_heap_timer_moved_far_later_leaves_the_heap() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut t = Timers::new();
+        t.note_now(t0);
+        let (a, w) = waker();
+        let k = t.insert(t0 + ms(100), w);
+        assert_eq!(t.heap.len(), 1);
+        assert!(t.reset(k, t0 + ms(60_000)));
+        let mut due = Vec::new();
+        assert_eq!(t.take_due(t0 + ms(100), &mut due), Some(t0 + ms(60_000)));
+        assert_eq!((t.heap.len(), t.far), (0, 1));
+        assert!(due.is_empty());
+        assert_eq!(t.take_due(t0 + ms(60_000), &mut due), None);
+        due.drain(..).for_each(Waker::wake);
+        assert_eq!(a.0.load(AtomicOrdering::SeqCst), 1);
+        assert!(t.is_empty());
     }
 }
