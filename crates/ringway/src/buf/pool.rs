@@ -240,11 +240,14 @@ impl PoolInner {
                 let at = tail.get();
                 // SAFETY: as in `push_ring` and `publish_tail`: the entry at our tail is
                 // past the published tail (the kernel does not read it), inside the
-                // mapping; the release store of the tail publishes it.
+                // mapping; the release store of the tail publishes it. Its length is
+                // `buf_size` already: `new_ring` wrote every entry once, all buffers
+                // have that length, and the kernel never writes an entry (the ring is
+                // registered without incremental consumption, flags 0).
                 unsafe {
                     let entry = &mut *base.as_ptr().add((at & (self.count - 1)) as usize);
+                    debug_assert_eq!(entry.len(), self.buf_size as u32);
                     entry.set_addr(self.buf_ptr(bid) as u64);
-                    entry.set_len(self.buf_size as u32);
                     entry.set_bid(bid);
                     let next = at.wrapping_add(1);
                     tail.set(next);

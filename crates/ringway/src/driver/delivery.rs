@@ -2,7 +2,7 @@
 
 use super::table::{Notify, OpTable, Slot, SlotState, StreamQueue, BACKLOG};
 use super::{Completion, DriverStats, OpId};
-use crate::buf::BufferPool;
+use crate::buf::{BufferPool, PoolBuf};
 
 /// A completion sink for the low-level face: `(token, completion, last)`.
 pub(crate) type Sink<'a> = &'a mut dyn FnMut(u64, Completion, bool);
@@ -107,6 +107,55 @@ pub(crate) fn to_waker(
     }
     // Woken in place and kept registered: a task's waker is the same on every poll, so
     // the next registration costs nothing.
+    if let (true, Notify::Waker(Some(w))) = (slot.armed, &slot.notify) {
+        w.wake_by_ref();
+    }
+}
+
+/// [`to_waker`] for the commonest completion of all: bytes (`result > 0`, in the pool
+/// buffer `buf` makes) of a multishot receive that will go on. For a stream that holds
+/// its queue, the buffer's handle is made straight into the queue (not built, moved
+/// and copied on the way); anything else goes through `to_waker`.
+#[inline(always)]
+pub(crate) fn received_to_waker(
+    slot: &mut Slot,
+    id: OpId,
+    result: i32,
+    buf: impl FnOnce() -> PoolBuf,
+    stats: &mut DriverStats,
+    backlogged: &mut Vec<OpId>,
+) {
+    let Some(shared) = &slot.watch else {
+        let c = Completion {
+            result,
+            buf: Some(buf()),
+            addr: None,
+        };
+        return to_waker(slot, id, c, false, stats, backlogged);
+    };
+    {
+        let mut items = shared.items.borrow_mut();
+        if items.is_empty() && !slot.backlogged {
+            // The reader took everything before: nothing to bound or copy.
+            items.push_back((result, Some(buf())));
+        } else {
+            drop(items);
+            let c = Completion {
+                result,
+                buf: Some(buf()),
+                addr: None,
+            };
+            to_stream(
+                shared,
+                &mut slot.backlogged,
+                id,
+                c,
+                false,
+                stats,
+                backlogged,
+            );
+        }
+    }
     if let (true, Notify::Waker(Some(w))) = (slot.armed, &slot.notify) {
         w.wake_by_ref();
     }

@@ -43,6 +43,16 @@ impl<T> FirstInline<T> {
         self.first.take().or_else(|| self.rest.pop_front())
     }
 
+    /// Takes the oldest item if it is kept inline and `wanted` says yes; `None`
+    /// otherwise (nothing taken).
+    #[inline(always)]
+    pub(crate) fn take_first_if(&mut self, wanted: impl FnOnce(&T) -> bool) -> Option<T> {
+        match &self.first {
+            Some(item) if wanted(item) => self.first.take(),
+            _ => None,
+        }
+    }
+
     /// The newest item.
     #[inline]
     pub(crate) fn back_mut(&mut self) -> Option<&mut T> {

@@ -106,14 +106,30 @@ impl Background {
         Poll::Ready(self.error().map_or(Ok(()), Err))
     }
 
+    /// The send in flight has ended, with `error` (0 if none). The rare parts (an
+    /// error, a task waiting) are out of line: a send ends once per message.
     #[inline(always)]
     fn finish(&self, error: i32) {
         if error != 0 {
-            let _ = self
-                .error
-                .compare_exchange(0, error, Ordering::AcqRel, Ordering::Acquire);
+            self.keep_error(error);
         }
         self.in_flight.store(NONE, Ordering::SeqCst);
+        if self.waiting.load(Ordering::SeqCst) {
+            self.wake_waiter();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn keep_error(&self, error: i32) {
+        let _ = self
+            .error
+            .compare_exchange(0, error, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wake_waiter(&self) {
         if self.waiting.swap(false, Ordering::SeqCst) {
             let waker = self.waiter.lock().unwrap_or_else(|e| e.into_inner()).take();
             if let Some(w) = waker {
@@ -133,8 +149,10 @@ struct InFlight<B> {
 
 impl<B: 'static> Held for InFlight<B> {
     fn finished(self, result: i32) {
-        self.state.finish(send_error(result, self.len));
-        drop(self.buf);
+        let InFlight { buf, len, state } = self;
+        // The buffer first: nothing about it depends on how the send ended.
+        drop(buf);
+        state.finish(send_error(result, len));
     }
 }
 
@@ -185,13 +203,15 @@ impl<B: IoBuf + Unpin + 'static> Future for SendAllFuture<'_, B> {
         std::task::ready!(this.state.poll_idle(cx))?;
         let buf = this
             .buf
-            .take()
+            .as_ref()
             .expect("SendAllFuture polled after completion");
         let len = buf.bytes_init();
         if len == 0 {
+            this.buf = None;
             return Poll::Ready(Ok(()));
         }
         let Ok(len32) = u32::try_from(len) else {
+            this.buf = None;
             return Poll::Ready(Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "send_all takes at most 4 GiB at a time",
@@ -203,21 +223,25 @@ impl<B: IoBuf + Unpin + 'static> Future for SendAllFuture<'_, B> {
             len: len32,
         };
         let state = this.state;
+        // The buffer stays in the future until the driver keeps it: moved once, from
+        // here into the driver's record (what the closures capture is references).
+        let kept = &mut this.buf;
         let held = || InFlight {
-            buf,
+            buf: kept.take().unwrap_or_else(|| unreachable!("checked above")),
             len,
             state: state.clone(),
         };
         // SAFETY: the op points at `buf`'s bytes, which the `InFlight` keeps alive (and
         // which do not move when it does: `IoBuf::stable_ptr`) until the final
-        // completion; if the send goes at once, `buf` is still in `held` meanwhile.
+        // completion; if the send goes at once, `buf` is still in the future meanwhile.
         let started = with_driver(|d| unsafe { d.send_all_detached(op, held) });
+        // Sent at once (epoll), if it is still here: done with.
+        this.buf = None;
         match started {
             Ok(Some(id)) => state.in_flight.store(id.to_user_data(), Ordering::Release),
             // It has ended already, and `state` has heard how.
             Ok(None) => {}
-            // Sent at once (epoll, a ready socket): no record was made; `buf` went with
-            // `held`.
+            // Sent at once (epoll, a ready socket): no record was made.
             Err(result) => match send_error(result, len) {
                 0 => {}
                 error => state.finish(error),

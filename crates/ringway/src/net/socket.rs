@@ -281,9 +281,18 @@ impl RecvStream {
     #[inline(always)]
     pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<io::Result<PoolBuf>>> {
         if let Some(shared) = &self.watch {
-            // SAFETY: the queue is only borrowed mutably inside a driver push or a
-            // stream pop, neither of which runs during this expression (one thread).
-            let empty = unsafe { shared.items.try_borrow_unguarded() }.is_ok_and(|q| q.is_empty());
+            let Ok(mut items) = shared.items.try_borrow_mut() else {
+                return self.poll_taking(cx);
+            };
+            // Bytes waiting first in line, the commonest answer after `Pending`: taken
+            // here, inline (a backlogged receive wants to hear of it: the slow way).
+            if !self.done && !shared.backlogged.get() {
+                if let Some((_, Some(b))) = items.take_first_if(|(r, b)| *r > 0 && b.is_some()) {
+                    return Poll::Ready(Some(Ok(b)));
+                }
+            }
+            let empty = items.is_empty();
+            drop(items);
             if empty
                 && !shared.done.get()
                 && !self.done

@@ -32,16 +32,43 @@ pub(crate) fn try_with_core<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
 }
 
 /// Runs `f` with this thread's core; panics with a clear message outside a runtime.
+/// (Written flat, not through `try_with_core`: every I/O poll comes here, and each
+/// layer of closures and `Option`s around `f` costs moves of what `f` captures.)
 #[inline]
 pub(crate) fn with_core<R>(f: impl FnOnce(&Core) -> R) -> R {
-    try_with_core(f).expect(OUTSIDE)
+    let ptr = current();
+    // SAFETY: `current` returns a pointer set by an `Enter` that is still alive on this
+    // thread's stack and keeps the core alive through its `Rc`.
+    f(unsafe { &*ptr })
+}
+
+/// This thread's core; panics outside a runtime.
+#[inline(always)]
+fn current() -> *const Core {
+    let ptr = CURRENT.with(Cell::get);
+    if ptr.is_null() {
+        outside();
+    }
+    ptr
+}
+
+/// `with_core` outside a runtime.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn outside() -> ! {
+    panic!("{OUTSIDE}")
 }
 
 /// Runs `f` with the current core's driver. Panics outside a runtime, or if called
 /// from inside another `with_driver` (a waker must never call back into the driver).
 #[inline]
 pub(crate) fn with_driver<R>(f: impl FnOnce(&mut Driver) -> R) -> R {
-    with_core(|c| f(&mut c.driver.borrow_mut()))
+    // Not through `with_core`: `f` would be moved into another closure (a copy of all
+    // it captures, such as a send's buffer, on every call).
+    // SAFETY: as in `with_core`.
+    let core = unsafe { &*current() };
+    f(&mut core.driver.borrow_mut())
 }
 
 /// Runs `f` with the current core's driver if there is a core and its driver is free

@@ -6,7 +6,6 @@
 //! already waiting). Completions wake tasks; the next turn runs them.
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
@@ -19,6 +18,7 @@ use std::time::{Duration, Instant};
 use slab::Slab;
 
 use super::context::{try_with_core, Enter};
+use super::run_queue::{RunQueue, RunQueueEntry};
 use super::task::{JoinHandle, JoinState, Schedule, TaskFuture, TaskHeader};
 use super::task_waker::task_waker;
 use crate::driver::{Driver, DriverWaker};
@@ -110,7 +110,7 @@ impl Schedule for CoreShared {
         let local = try_with_core(|core| {
             let mine = std::ptr::eq(Arc::as_ptr(&core.shared), self);
             if mine {
-                core.queue.borrow_mut().push_back(RunQueueEntry::of(task));
+                core.queue.push(RunQueueEntry::of(task));
             }
             mine
         });
@@ -139,15 +139,6 @@ struct TaskBody<F: ?Sized> {
     future: F,
 }
 
-/// A run-queue entry: the task's slab key and its header's address. The address tells a
-/// stale entry (the task ended and its key was reused) from a live one; at worst an
-/// address reused by a new header costs one spurious poll, which futures tolerate.
-#[derive(Clone, Copy)]
-pub(crate) struct RunQueueEntry {
-    key: usize,
-    header: usize,
-}
-
 impl RunQueueEntry {
     fn of(h: &Arc<TaskHeader>) -> Self {
         RunQueueEntry {
@@ -162,7 +153,7 @@ pub(crate) struct Core {
     pub(super) shared: Arc<CoreShared>,
     pub(super) driver: RefCell<Driver>,
     pub(super) timers: RefCell<Timers>,
-    queue: RefCell<VecDeque<RunQueueEntry>>,
+    queue: RunQueue,
     tasks: RefCell<Slab<TaskEntry>>,
 }
 
@@ -194,7 +185,7 @@ impl Core {
         Rc::new(Core {
             shared,
             driver: RefCell::new(driver),
-            queue: RefCell::new(VecDeque::new()),
+            queue: RunQueue::default(),
             tasks: RefCell::new(Slab::new()),
             timers: RefCell::new(Timers::new()),
         })
@@ -239,7 +230,7 @@ impl Core {
             future: task,
         });
         entry.insert(TaskEntry { header, body });
-        self.queue.borrow_mut().push_back(ready);
+        self.queue.push(ready);
     }
 
     /// Queues `task` if `scheduler` (its header's hook) is this core, which is the case
@@ -249,7 +240,7 @@ impl Core {
         if !std::ptr::eq(Arc::as_ptr(&self.shared) as *const (), scheduler) {
             return false;
         }
-        self.queue.borrow_mut().push_back(RunQueueEntry {
+        self.queue.push(RunQueueEntry {
             key: task.key.load(Ordering::Acquire),
             header: task as *const TaskHeader as usize,
         });
@@ -264,12 +255,12 @@ impl Core {
     /// Runs up to `TASKS_PER_TURN` ready tasks. Returns true if any remain ready.
     fn run_tasks(&self) -> bool {
         for _ in 0..TASKS_PER_TURN {
-            let Some(ready) = self.queue.borrow_mut().pop_front() else {
+            let Some(ready) = self.queue.pop() else {
                 return false;
             };
             self.run_task(ready);
         }
-        !self.queue.borrow().is_empty()
+        !self.queue.is_empty()
     }
 
     fn run_task(&self, ready: RunQueueEntry) {
@@ -319,7 +310,7 @@ impl Core {
         self.shared.take_injected(scratch);
         for r in scratch.drain(..) {
             match r {
-                Remote::Wake(h) => self.queue.borrow_mut().push_back(RunQueueEntry::of(&h)),
+                Remote::Wake(h) => self.queue.push(RunQueueEntry::of(&h)),
                 Remote::Spawn(f) => f(),
             }
         }
@@ -346,7 +337,7 @@ impl Core {
         let more = self.run_tasks();
         self.take_remote(&mut scratch.remote);
         let next_timer = self.fire_timers(&mut scratch.due);
-        let busy = more || !self.queue.borrow().is_empty() || ready_outside();
+        let busy = more || !self.queue.is_empty() || ready_outside();
         let timeout = if busy {
             Some(Duration::ZERO)
         } else {
@@ -455,7 +446,7 @@ impl Core {
                 }
             }
         }
-        self.queue.borrow_mut().clear();
+        self.queue.clear();
         // Spawns that never ran report cancelled; wakes are moot.
         drop(self.shared.close_inject());
         self.driver.borrow_mut().shutdown(Duration::from_secs(2));

@@ -11,6 +11,7 @@
 mod blocking;
 pub(crate) mod context;
 mod core_loop;
+mod run_queue;
 mod task;
 mod task_waker;
 

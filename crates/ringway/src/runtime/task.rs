@@ -27,6 +27,9 @@ pub(crate) trait Schedule: Send + Sync + 'static {
 pub(crate) struct TaskHeader {
     /// The task's core.
     pub scheduler: Arc<dyn Schedule>,
+    /// `scheduler`'s data address, for the waker's is-it-this-core test (read through
+    /// the `dyn` pointer it costs an alignment computation on every wake).
+    pub scheduler_addr: usize,
     /// Index in the core's task slab; `usize::MAX` until the task is placed there.
     pub key: AtomicUsize,
     /// Already in a run queue: further wakes are no-ops until it runs.
@@ -38,6 +41,7 @@ pub(crate) struct TaskHeader {
 impl TaskHeader {
     pub(crate) fn new(scheduler: Arc<dyn Schedule>) -> Arc<Self> {
         Arc::new(TaskHeader {
+            scheduler_addr: Arc::as_ptr(&scheduler) as *const () as usize,
             scheduler,
             key: AtomicUsize::new(usize::MAX),
             notified: AtomicBool::new(false),

@@ -45,7 +45,7 @@ unsafe fn wake_by_ref(data: *const ()) {
     if header.notified.swap(true, Ordering::AcqRel) {
         return; // queued already
     }
-    let scheduler = Arc::as_ptr(&header.scheduler) as *const ();
+    let scheduler = header.scheduler_addr as *const ();
     if try_with_core(|core| core.run_local(scheduler, header)) == Some(true) {
         return;
     }

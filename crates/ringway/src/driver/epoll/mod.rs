@@ -22,7 +22,7 @@ use std::io;
 use std::os::fd::{OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
-use super::delivery::to_waker;
+use super::delivery::received_to_waker;
 use super::op::{recv_bytes, AfterEnd, Attempt, EpollOp, Op, OpKind, Readiness, SendAll};
 use super::starved::Starved;
 use super::table::{Notify, SlotState};
@@ -331,12 +331,8 @@ impl Epoll {
                     // its queue. What else a try comes to goes the general way below.
                     match recv_bytes(recv.fd, d.pool) {
                         Ok((buf, drained)) => {
-                            let c = Completion {
-                                result: buf.len() as i32,
-                                buf: Some(buf),
-                                addr: None,
-                            };
-                            to_waker(slot, id, c, false, d.stats, d.backlogged);
+                            let result = buf.len() as i32;
+                            received_to_waker(slot, id, result, || buf, d.stats, d.backlogged);
                             if drained {
                                 // As below: a closed direction stays ready.
                                 let st = self.fd_state(fd);

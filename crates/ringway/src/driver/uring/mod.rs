@@ -516,12 +516,15 @@ impl Uring {
                 let Some(bid) = cqueue::buffer_select(flags) else {
                     return false;
                 };
-                let c = Completion {
+                let pool = d.pool;
+                super::delivery::received_to_waker(
+                    slot,
+                    id,
                     result,
-                    buf: Some(d.pool.provided(bid, result as usize)),
-                    addr: None,
-                };
-                super::delivery::to_waker(slot, id, c, false, d.stats, d.backlogged);
+                    || pool.provided(bid, result as usize),
+                    d.stats,
+                    d.backlogged,
+                );
                 true
             }
             SlotState::Orphaned if !more => {
