@@ -5,11 +5,20 @@
 # each server pinned to CPU 0, wrk pinned to CPU 1; /plaintext, 50 keep-alive
 # connections, not pipelined and pipelined x16.
 #
-# Prints, per server: req/s and server CPU us per request (utime+stime from
-# /proc/PID/stat over the measured window; in brackets the user-space part, utime) for
-# both loads, then user-space instructions per request under callgrind (warm-up,
-# `callgrind_control -z`, measured load, `-d`, the dump's total divided by the requests
-# wrk completed in that window).
+# Prints, per server: req/s and server CPU us per request (the CPU time of the server's
+# threads from /proc/PID/task/*/schedstat, nanoseconds, over the measured window; in
+# brackets the user-space part, utime from /proc/PID/stat) for both loads, then
+# user-space instructions per request under callgrind (warm-up, `callgrind_control -z`,
+# measured load, `-d`, the dump's total divided by the requests wrk completed in that
+# window).
+#
+# Wall clock on a shared machine: every peer's server runs for the whole of a load
+# shape, and the measured windows go round the peers (ROUNDS times, each round starting
+# with the next peer), so the windows of one round are seconds apart and a ratio is
+# taken within a round; the table shows each peer's median over the rounds, a ratio is
+# the median of the per-round ratios, with its quartiles and range. Run as root, the
+# servers and wrk get `nice -n -15` (as scripts/instructions does), so that builds
+# elsewhere on the machine do not preempt them (NICE=0 to run as is).
 #
 # Usage: crates/ringway-compat/bench/compare.sh [SECONDS]      (default 5)
 #   env: PEERS="compat-uring compat-epoll tokio-ct tokio-mt1 ringway-http"
@@ -19,11 +28,10 @@
 #          http-hyper, or taken from BIN=DIR)
 #        CALLGRIND=0     skip the instruction counts
 #        WALL=0          skip the wall-clock loads (instruction counts only)
-#        ROUNDS=N        run the wall-clock loads N times, the peers back to back within a
-#                        round (so a change of load on a shared machine hits every peer of
-#                        the round alike); the table shows each peer's median, the ratios
-#                        are the medians of the per-round ratios, with their range
-#                        (default 1)
+#        ROUNDS=N        measured windows per peer and shape (default 1); on a shared
+#                        machine use many short ones: ROUNDS=15 with SECONDS=2
+#        SHAPES="c50 p16" which loads (c50: one request at a time; p16: pipelined x16)
+#        VERBOSE=1       print every window as it is measured (on stderr)
 #        SKIP_BUILD=1    use the binaries already built
 # Needs wrk (apt-get install wrk) and, for the counts, valgrind (apt-get install valgrind).
 set -euo pipefail
@@ -33,10 +41,14 @@ PEERS=${PEERS:-"compat-uring compat-epoll tokio-ct tokio-mt1 ringway-http"}
 CALLGRIND=${CALLGRIND:-1}
 WALL=${WALL:-1}
 ROUNDS=${ROUNDS:-1}
+SHAPES=${SHAPES:-"c50 p16"}
 OUT=${OUT:-target/compat-bench}
 B=crates/ringway-compat/bench
-PORT=$((18400 + RANDOM % 1000))
 HZ=$(getconf CLK_TCK)
+PRIO=""
+if [ "$(id -u)" = 0 ] && [ "${NICE:-1}" != 0 ]; then PRIO="nice -n -15"; fi
+# A port the kernel says is free (asked for each server).
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 mkdir -p "$OUT"
 
 command -v wrk >/dev/null || { echo "compare.sh: 'wrk' is missing; install it with: apt-get install wrk" >&2; exit 1; }
@@ -77,41 +89,51 @@ user_ticks() { awk '{print $14}' "/proc/$1/stat"; }
 
 run_wrk() { # SHAPE SECONDS URL -> wrk's output
   case "$1" in
-    c50) taskset -c 1 wrk -t1 -c50 -d"$2s" "$3" ;;
-    p16) taskset -c 1 wrk -t1 -c50 -d"$2s" -s $B/pipeline.lua "$3" ;;
+    c50) taskset -c 1 $PRIO wrk -t1 -c50 -d"$2s" "$3" ;;
+    p16) taskset -c 1 $PRIO wrk -t1 -c50 -d"$2s" -s $B/pipeline.lua "$3" ;;
   esac
 }
 
 stop() { kill -TERM "$1" 2>/dev/null || true; sleep 0.3; kill -KILL "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 
-# wall_load PEER SHAPE PORT -> "req/s CPU-us-per-request user-us-per-request" of one
-# measured window.
-wall_load() {
-  local peer=$1 shape=$2 port=$3 url pid out t0 t1 u0 u1 reqs
-  url=http://127.0.0.1:$port/plaintext
+# CPU time of PID's threads so far, in nanoseconds (the scheduler's own sum, not the
+# 10 ms ticks of /proc/PID/stat).
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{t += $1} END {printf "%.0f", t}'; }
+
+# start_server PEER SHAPE -> "PID PORT", the server running (pinned to CPU 0) and
+# warmed up.
+start_server() {
+  local peer=$1 shape=$2 port pid
+  port=$(free_port)
   # shellcheck disable=SC2046
-  taskset -c 0 $(server_cmd "$peer" 127.0.0.1:$port) >"$OUT/$peer.$shape.log" 2>&1 &
+  taskset -c 0 $PRIO $(server_cmd "$peer" 127.0.0.1:$port) >"$OUT/$peer.$shape.log" 2>&1 &
   pid=$!
-  wait_port $port
-  run_wrk "$shape" 1 "$url" >/dev/null # warm-up
-  t0=$(cpu_ticks $pid)
-  u0=$(user_ticks $pid)
-  out=$(run_wrk "$shape" "$D" "$url")
-  t1=$(cpu_ticks $pid)
-  u1=$(user_ticks $pid)
-  stop $pid
+  wait_port "$port"
+  run_wrk "$shape" 1 "http://127.0.0.1:$port/plaintext" >/dev/null # warm-up
+  echo "$pid $port"
+}
+
+# window PEER SHAPE PID PORT -> "req/s CPU-us-per-request user-us-per-request" of one
+# measured window of D seconds.
+window() {
+  local peer=$1 shape=$2 pid=$3 port=$4 out t0 t1 u0 u1 reqs
+  t0=$(cpu_ns "$pid")
+  u0=$(user_ticks "$pid")
+  out=$(run_wrk "$shape" "$D" "http://127.0.0.1:$port/plaintext")
+  t1=$(cpu_ns "$pid")
+  u1=$(user_ticks "$pid")
   if echo "$out" | grep -q "Non-2xx\|Socket errors"; then
     echo "compare.sh: $peer $shape: wrk saw errors:" >&2
     echo "$out" | grep "Non-2xx\|Socket errors" >&2
   fi
   reqs=$(echo "$out" | awk '/requests in/ {print $1}')
   echo "$(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')" \
-    "$(awk -v t=$((t1 - t0)) -v hz="$HZ" -v r="$reqs" 'BEGIN {printf "%.2f", t / hz * 1e6 / r}')" \
+    "$(awk -v t=$((t1 - t0)) -v r="$reqs" 'BEGIN {printf "%.3f", t / 1e3 / r}')" \
     "$(awk -v t=$((u1 - u0)) -v hz="$HZ" -v r="$reqs" 'BEGIN {printf "%.2f", t / hz * 1e6 / r}')"
 }
 
 median() { # numbers... -> their median
-  printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+  printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2}'
 }
 
 declare -A RPS CPU USR INS ROUND_RPS ROUND_CPU ROUND_USR
@@ -120,22 +142,35 @@ for peer in $PEERS; do
     RPS[$peer.$shape]=-
     CPU[$peer.$shape]=-
     USR[$peer.$shape]=-
+    INS[$peer.$shape]=-
   done
 done
 if [ "$WALL" = 1 ]; then
-  for round in $(seq 1 "$ROUNDS"); do
-    for shape in c50 p16; do
-      for peer in $PEERS; do
-        PORT=$((PORT + 1))
-        read -r rps cpu usr < <(wall_load "$peer" "$shape" $PORT)
+  read -r -a peers <<<"$PEERS"
+  for shape in $SHAPES; do
+    # Every peer's server runs for the whole shape (an idle one costs nothing), so a
+    # round is just its windows back to back, with no start-up between them.
+    declare -A PID=() SPORT=()
+    for peer in "${peers[@]}"; do
+      read -r PID[$peer] SPORT[$peer] < <(start_server "$peer" "$shape")
+    done
+    for round in $(seq 1 "$ROUNDS"); do
+      # Each round starts with the next peer: no peer always runs first (or right
+      # after the same one).
+      for i in $(seq 0 $((${#peers[@]} - 1))); do
+        peer=${peers[$(((i + round - 1) % ${#peers[@]}))]}
+        read -r rps cpu usr < <(window "$peer" "$shape" "${PID[$peer]}" "${SPORT[$peer]}")
         ROUND_RPS[$peer.$shape.$round]=$rps
         ROUND_CPU[$peer.$shape.$round]=$cpu
         ROUND_USR[$peer.$shape.$round]=$usr
+        [ -z "${VERBOSE:-}" ] || echo "round $round $shape $peer: $rps req/s, $cpu us/req (user $usr)" >&2
       done
     done
+    for peer in "${peers[@]}"; do stop "${PID[$peer]}"; done
+    unset PID SPORT
   done
   for peer in $PEERS; do
-    for shape in c50 p16; do
+    for shape in $SHAPES; do
       rs=() cs=() us=()
       for round in $(seq 1 "$ROUNDS"); do
         rs+=("${ROUND_RPS[$peer.$shape.$round]}")
@@ -143,21 +178,21 @@ if [ "$WALL" = 1 ]; then
         us+=("${ROUND_USR[$peer.$shape.$round]}")
       done
       RPS[$peer.$shape]=$(median "${rs[@]}" | awk '{printf "%.0f", $1}')
-      CPU[$peer.$shape]=$(median "${cs[@]}")
-      USR[$peer.$shape]=$(median "${us[@]}")
+      CPU[$peer.$shape]=$(median "${cs[@]}" | awk '{printf "%.2f", $1}')
+      USR[$peer.$shape]=$(median "${us[@]}" | awk '{printf "%.2f", $1}')
     done
   done
 fi
 
 for peer in $PEERS; do
-  for shape in c50 p16; do
+  for shape in $SHAPES; do
     if [ "$CALLGRIND" = 1 ]; then
-      PORT=$((PORT + 1))
+      PORT=$(free_port)
       url=http://127.0.0.1:$PORT/plaintext
       file="$OUT/callgrind.$peer.$shape.out"
       rm -f "$file" "$file".*
       # shellcheck disable=SC2046
-      taskset -c 0 valgrind --tool=callgrind --callgrind-out-file="$file" \
+      taskset -c 0 $PRIO valgrind --tool=callgrind --callgrind-out-file="$file" \
         $(server_cmd "$peer" 127.0.0.1:$PORT) >"$OUT/$peer.$shape.callgrind.log" 2>&1 &
       pid=$!
       wait_port $PORT
@@ -181,21 +216,29 @@ ratio() { # A B -> A/B, or - when either is missing
 }
 
 # cpu_ratio PEER BASE SHAPE -> CPU per request of PEER over BASE: with ROUNDS > 1, the
-# median of the per-round ratios and their range.
+# median of the per-round ratios, their quartiles, their range, and how many rounds
+# were at or below 0.90 (issue 10's goal).
 cpu_ratio() {
   local peer=$1 base=$2 shape=$3 rs=() round
-  if [ "$WALL" != 1 ] || [ "$ROUNDS" = 1 ]; then
+  if [ "$WALL" != 1 ] || [[ " $SHAPES " != *" $shape "* ]]; then
+    echo -
+    return
+  fi
+  if [ "$ROUNDS" = 1 ]; then
     ratio "${CPU[$peer.$shape]}" "${CPU[$base.$shape]}"
     return
   fi
   for round in $(seq 1 "$ROUNDS"); do
-    rs+=("$(ratio "${ROUND_CPU[$peer.$shape.$round]}" "${ROUND_CPU[$base.$shape.$round]}")")
+    rs+=("$(awk -v a="${ROUND_CPU[$peer.$shape.$round]}" -v b="${ROUND_CPU[$base.$shape.$round]}" 'BEGIN {printf "%.3f", a / b}')")
   done
-  echo "$(median "${rs[@]}") ($(printf '%s\n' "${rs[@]}" | sort -g | head -1)-$(printf '%s\n' "${rs[@]}" | sort -g | tail -1) over $ROUNDS rounds)"
+  printf '%s\n' "${rs[@]}" | sort -g | awk -v n="$ROUNDS" '
+    function q(p,  i) { i = 1 + p * (n - 1); return v[int(i)] + (i - int(i)) * (v[int(i) + 1] - v[int(i)]) }
+    {v[NR] = $1; if ($1 <= 0.9) k++}
+    END {printf "%.3f (quartiles %.3f-%.3f, range %.3f-%.3f, %d of %d rounds <= 0.90)", q(0.5), q(0.25), q(0.75), v[1], v[n], k, n}'
 }
 
 echo
-echo "hyper hello, server on CPU 0, wrk -t1 -c50 on CPU 1, ${D}s per load, $ROUNDS round(s) ($(date -u +%F))"
+echo "hyper hello, server on CPU 0, wrk -t1 -c50 on CPU 1, ${D}s per load, $ROUNDS round(s), ${PRIO:-default priority} ($(date -u +%F), load average $(cut -d' ' -f1-3 /proc/loadavg))"
 echo
 cpu_cell() { # PEER SHAPE -> "CPU (user USER)", or - without a wall-clock load
   if [ "${CPU[$1.$2]}" = - ]; then echo -; else echo "${CPU[$1.$2]} (user ${USR[$1.$2]})"; fi
