@@ -46,7 +46,7 @@ pub(crate) struct BenchArgs {
     /// Output directory: results.json and report.html.
     #[arg(long, value_name = "DIR", default_value = "target/bench")]
     out: PathBuf,
-    /// Count user-space instructions per request under callgrind (S5, S7, S8).
+    /// Count user-space instructions per request under callgrind (S5, S7, S8, S14).
     #[arg(long)]
     instructions: bool,
     /// Record this peer under perf and put its flamegraph in the report.

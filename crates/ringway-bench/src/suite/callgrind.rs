@@ -31,7 +31,7 @@ const WARMUP_S: f64 = 1.0;
 
 /// `true` for the variants whose instructions are counted.
 pub fn eligible(v: &Variant) -> bool {
-    matches!(v.scenario, "S5" | "S7" | "S8")
+    matches!(v.scenario, "S5" | "S7" | "S8" | "S14")
         && matches!(
             v.shape,
             Shape::Closed { .. } | Shape::Echo { .. } | Shape::EchoFramed { .. }
@@ -212,5 +212,31 @@ mod tests {
         got.sort();
         assert_eq!(got, ["cg-x-1-10.out.2", "cg-x-1-11.out.1"]);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn closed_and_echo_shapes_of_s5_s7_s8_s14_are_counted() {
+        let all = crate::suite::scenarios::catalogue();
+        let counted: Vec<String> = all.iter().filter(|v| eligible(v)).map(|v| v.id()).collect();
+        for id in [
+            "S5 c50",
+            "S7 64B",
+            "S8 p16",
+            "S14 protocol-64B",
+            "S14 http-2writes",
+        ] {
+            assert!(
+                counted.iter().any(|c| c == id),
+                "{id} not counted: {counted:?}"
+            );
+        }
+        assert!(
+            !counted.iter().any(|c| c.starts_with("S9 ")),
+            "open loop counted"
+        );
+        assert!(
+            !counted.iter().any(|c| c.starts_with("S12 ")),
+            "idle counted"
+        );
     }
 }
