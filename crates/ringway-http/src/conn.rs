@@ -217,29 +217,16 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             }
             // One reading of the clock for the send's deadline and the wait's.
             let now = coarse_now();
-            // `flush_at`, written out here: the batch's send polled in this loop's own
-            // state (an `async fn` per request costs its setup and a poll call).
+            // `flush_at`, but polled in this loop's own state (an `async fn` per
+            // request costs its setup and a poll call).
             if let Some(buf) = self.out.take().filter(|b| !b.is_empty()) {
                 let deadline = self.send_deadline.unwrap_or(now + send_ns);
-                let mut started = now;
+                let mut batch = BatchSend::new(now, deadline);
                 let sent = {
-                    let mut send = pin!(self.t.send(buf));
-                    let timer = &mut self.timer;
-                    let mut first = true;
-                    poll_fn(|cx| {
-                        poll_send(
-                            send.as_mut(),
-                            cx,
-                            timer,
-                            now,
-                            deadline,
-                            &mut first,
-                            &mut started,
-                        )
-                    })
-                    .await
+                    let (mut send, timer) = (pin!(self.t.send(buf)), &mut self.timer);
+                    poll_fn(|cx| batch.poll(send.as_mut(), cx, timer)).await
                 };
-                if !self.sent(sent, started + send_ns) {
+                if !self.sent(sent, batch.started + send_ns) {
                     return false;
                 }
             }
@@ -260,17 +247,11 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             // (Settling keeps what is unconsumed: still empty or not.)
             let watch = empty.then_some(&self.watch);
             let wait = if T::POLL_RECV {
-                // `wait_input`, written out here for the same reason as the send.
+                // `wait_input`, polled here for the same reason as the send.
                 let (t, input, timer) = (&mut self.t, &mut self.input, &mut self.timer);
-                let send_deadline = self.send_deadline;
                 let mut now = Some(now);
-                poll_fn(|cx| match t.poll_recv(cx, input) {
-                    Poll::Ready(r) => Poll::Ready(received(r)),
-                    Poll::Pending => {
-                        poll_wait_rest(cx, watch, timer, &mut now, send_deadline, deadline)
-                    }
-                })
-                .await
+                let sd = self.send_deadline;
+                poll_fn(|cx| poll_wait(t, input, cx, watch, timer, &mut now, sd, deadline)).await
             } else {
                 let wait = wait_input(
                     &mut self.t,
@@ -481,7 +462,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
     }
 
     /// [`flush`](Self::flush) with the coarse clock read just before (`now`). (The
-    /// serve loop has its own copy of this, for the common case.)
+    /// serve loop polls its [`BatchSend`] itself, for the common case.)
     async fn flush_at(&mut self, now: u64) -> bool {
         let Some(buf) = self.out.take() else {
             return true;
@@ -492,35 +473,30 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         let send_ns = nanos(self.shared.cfg.send_timeout);
         // The one in flight has had its time already.
         let deadline = self.send_deadline.unwrap_or(now + send_ns);
-        let mut started = now;
+        let mut batch = BatchSend::new(now, deadline);
         let sent = {
-            let mut send = pin!(self.t.send(buf));
-            let timer = &mut self.timer;
-            let mut first = true;
-            poll_fn(|cx| {
-                poll_send(
-                    send.as_mut(),
-                    cx,
-                    timer,
-                    now,
-                    deadline,
-                    &mut first,
-                    &mut started,
-                )
-            })
-            .await
+            let (mut send, timer) = (pin!(self.t.send(buf)), &mut self.timer);
+            poll_fn(|cx| batch.poll(send.as_mut(), cx, timer)).await
         };
-        self.sent(sent, started + send_ns)
+        self.sent(sent, batch.started + send_ns)
     }
 
     /// After a send started (`due`: when it must have ended) or failed to: false if the
     /// connection must be dropped.
     fn sent(&mut self, sent: Result<io::Result<()>, Elapsed>, due: u64) -> bool {
+        let ok = self.send_ended(sent);
+        if ok {
+            self.send_deadline = Some(due);
+        }
+        ok
+    }
+
+    /// After a send (or the wait for one) ended: false, counted, if it failed or ran
+    /// out of time (the connection must be dropped).
+    #[inline]
+    fn send_ended(&mut self, sent: Result<io::Result<()>, Elapsed>) -> bool {
         match sent {
-            Ok(Ok(())) => {
-                self.send_deadline = Some(due);
-                true
-            }
+            Ok(Ok(())) => true,
             Ok(Err(e)) => {
                 io_failed(&self.shared, &e);
                 false
@@ -550,18 +526,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         })
         .await;
         self.send_deadline = None;
-        match ended {
-            Ok(Ok(())) => true,
-            Ok(Err(e)) => {
-                io_failed(&self.shared, &e);
-                false
-            }
-            Err(Elapsed) => {
-                self.shared.stats.send_timeout();
-                self.t.abort();
-                false
-            }
-        }
+        self.send_ended(ended)
     }
 
     /// Streams a body after its head; returns the body bytes sent, `None` on failure.
@@ -749,28 +714,47 @@ fn io_failed(shared: &ServerState, e: &io::Error) {
     }
 }
 
-/// One poll of a batch's send, bounded by `deadline` (on the coarse clock): the send
+/// The state of a batch's send, bounded by `deadline` (on the coarse clock): the send
 /// started at `now` if it started at the first poll (no send in flight), else the
-/// clock is read again when it does (`started`).
-#[inline]
-fn poll_send<S: Future<Output = io::Result<()>>>(
-    send: Pin<&mut S>,
-    cx: &mut Context<'_>,
-    timer: &mut Deadline,
+/// clock is read again when it does (`started`). Polled by a `poll_fn` in the caller's
+/// own state (the serve loop per request, [`Conn::flush_at`] elsewhere): a future of
+/// its own, `async fn` or not, costs a poll call more, as measured.
+struct BatchSend {
     now: u64,
     deadline: u64,
-    first: &mut bool,
-    started: &mut u64,
-) -> Poll<Result<io::Result<()>, Elapsed>> {
-    if let Poll::Ready(r) = send.poll(cx) {
-        if !*first {
-            *started = coarse_now();
+    first: bool,
+    /// When the send started (known once it has).
+    started: u64,
+}
+
+impl BatchSend {
+    fn new(now: u64, deadline: u64) -> BatchSend {
+        BatchSend {
+            now,
+            deadline,
+            first: true,
+            started: now,
         }
-        return Poll::Ready(Ok(r));
     }
-    let at = if *first { now } else { coarse_now() };
-    *first = false;
-    timer.poll_timer(cx, at, deadline).map(Err)
+
+    /// One poll of the send `send`, with `timer` for the deadline.
+    #[inline]
+    fn poll<S: Future<Output = io::Result<()>>>(
+        &mut self,
+        send: Pin<&mut S>,
+        cx: &mut Context<'_>,
+        timer: &mut Deadline,
+    ) -> Poll<Result<io::Result<()>, Elapsed>> {
+        if let Poll::Ready(r) = send.poll(cx) {
+            if !self.first {
+                self.started = coarse_now();
+            }
+            return Poll::Ready(Ok(r));
+        }
+        let at = if self.first { self.now } else { coarse_now() };
+        self.first = false;
+        timer.poll_timer(cx, at, self.deadline).map(Err)
+    }
 }
 
 /// What a finished receive means for the wait.
@@ -810,6 +794,27 @@ fn poll_wait_rest(
     }
 }
 
+/// One poll of [`wait_input`] for a transport that polls its receive
+/// ([`Transport::POLL_RECV`]): the receive, then [`poll_wait_rest`]. (A plain function
+/// polled by a `poll_fn` in the caller's state, for the reason [`BatchSend`] is.)
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn poll_wait<T: Transport>(
+    t: &mut T,
+    input: &mut Input,
+    cx: &mut Context<'_>,
+    watch: Option<&Watch>,
+    timer: &mut Deadline,
+    now: &mut Option<u64>,
+    send_deadline: Option<u64>,
+    deadline: u64,
+) -> Poll<Wait> {
+    match t.poll_recv(cx, input) {
+        Poll::Ready(r) => Poll::Ready(received(r)),
+        Poll::Pending => poll_wait_rest(cx, watch, timer, now, send_deadline, deadline),
+    }
+}
+
 /// Waits for input until `deadline` (on the coarse clock; `now` read just before) and,
 /// with a `watch`, until shutdown begins. One poll function for the three, so a wake-up
 /// costs one poll of each, not a stack of futures.
@@ -824,11 +829,8 @@ async fn wait_input<T: Transport>(
 ) -> Wait {
     let mut now = Some(now);
     if T::POLL_RECV {
-        return poll_fn(|cx| match t.poll_recv(cx, input) {
-            Poll::Ready(r) => Poll::Ready(received(r)),
-            Poll::Pending => poll_wait_rest(cx, watch, timer, &mut now, send_deadline, deadline),
-        })
-        .await;
+        let sd = send_deadline;
+        return poll_fn(|cx| poll_wait(t, input, cx, watch, timer, &mut now, sd, deadline)).await;
     }
     let mut recv = pin!(t.recv(input));
     poll_fn(|cx| match recv.as_mut().poll(cx) {

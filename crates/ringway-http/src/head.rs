@@ -13,7 +13,10 @@
 use std::mem::MaybeUninit;
 
 use bytes::Bytes;
-use http::header::{HeaderMap, HeaderName, HeaderValue};
+use http::header::{
+    HeaderMap, HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, EXPECT, HOST, TRANSFER_ENCODING,
+};
+use http::uri::PathAndQuery;
 use http::{Method, Uri, Version};
 
 use crate::config::{Config, MAX_HEADERS_CAP};
@@ -194,14 +197,25 @@ impl RawHead {
         *req.version_mut() = self.version;
         let shared = share_head(&head[..self.len]);
         let t = self.target_start as usize;
-        *req.uri_mut() = Uri::from_maybe_shared(shared.slice(t..t + self.target_len as usize))
-            .map_err(|_| HttpError::bad("bad target"))?;
+        let target = shared.slice(t..t + self.target_len as usize);
+        // An origin-form target is a path and query and nothing else: made as one
+        // straight away (`Uri::from_maybe_shared` would tell the form again first).
+        // `/` alone stays with `Uri`, which has it ready-made.
+        *req.uri_mut() = if self.path_len != u32::MAX && target.len() > 1 {
+            PathAndQuery::from_maybe_shared(target).map(Uri::from)
+        } else {
+            Uri::from_maybe_shared(target)
+        }
+        .map_err(|_| HttpError::bad("bad target"))?;
         let map = req.headers_mut();
         map.reserve(self.fields as usize);
         let base = head.as_ptr() as usize;
         for (name, value) in self.raw_fields(head) {
-            let name =
-                HeaderName::from_bytes(name).map_err(|_| HttpError::bad("invalid field name"))?;
+            let name = match scanned_name(name) {
+                Some(name) => name,
+                None => HeaderName::from_bytes(name)
+                    .map_err(|_| HttpError::bad("invalid field name"))?,
+            };
             let at = value.as_ptr() as usize - base;
             let value = shared.slice(at..at + value.len());
             // SAFETY: the http crate's contract (not memory safety): httparse admitted
@@ -211,6 +225,31 @@ impl RawHead {
             map.append(name, value);
         }
         Ok(())
+    }
+}
+
+/// Whether a field name (a token: httparse checked it) is `Host`, in any case: a
+/// 4-byte token is when its bytes with the 0x20 bit set are `host` (only the letters
+/// H, O, S, T map to h, o, s, t so).
+#[inline]
+fn is_host(name: &[u8]) -> bool {
+    name.len() == 4
+        && u32::from_le_bytes([name[0], name[1], name[2], name[3]]) | 0x2020_2020
+            == u32::from_le_bytes(*b"host")
+}
+
+/// The `http` name of a field [`scan_head`] reads itself, told the same way (by its
+/// length, then its bytes): the constant, without `HeaderName::from_bytes`'s walk of
+/// its table. Every HTTP/1.1 request has a `Host`. `None` for the other names.
+#[inline]
+fn scanned_name(name: &[u8]) -> Option<HeaderName> {
+    match name.len() {
+        4 if is_host(name) => Some(HOST),
+        14 if name.eq_ignore_ascii_case(b"content-length") => Some(CONTENT_LENGTH),
+        17 if name.eq_ignore_ascii_case(b"transfer-encoding") => Some(TRANSFER_ENCODING),
+        10 if name.eq_ignore_ascii_case(b"connection") => Some(CONNECTION),
+        6 if name.eq_ignore_ascii_case(b"expect") => Some(EXPECT),
+        _ => None,
     }
 }
 
@@ -452,11 +491,7 @@ pub fn scan_head(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
         match name.len() {
             // A 4-byte token is `host` in any case when its bytes with the 0x20 bit
             // set are (only the letters H, O, S, T map to h, o, s, t so).
-            4 if u32::from_le_bytes([name[0], name[1], name[2], name[3]]) | 0x2020_2020
-                == u32::from_le_bytes(*b"host") =>
-            {
-                hosts += 1
-            }
+            4 if is_host(name) => hosts += 1,
             14 if name.eq_ignore_ascii_case(b"content-length") => {
                 lengths += 1;
                 length = f.value;
@@ -797,6 +832,90 @@ mod tests {
         }
         let b = b"GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n";
         assert!(scan(b).is_err(), "two Host fields");
+    }
+
+    /// The names the scan tells get the same `HeaderName` as `from_bytes` gives them;
+    /// other names of the same lengths, `None` (they go to `from_bytes`).
+    #[test]
+    fn scanned_names_are_the_http_names() {
+        let told = [
+            "Host",
+            "HOST",
+            "hOsT",
+            "content-length",
+            "Content-Length",
+            "TRANSFER-ENCODING",
+            "Transfer-Encoding",
+            "connection",
+            "CONNECTION",
+            "Expect",
+            "expect",
+        ];
+        for name in told {
+            let want = HeaderName::from_bytes(name.as_bytes()).unwrap();
+            assert_eq!(scanned_name(name.as_bytes()), Some(want), "{name}");
+        }
+        let other = [
+            "Hosu",
+            "Ho_t",
+            "H0st",
+            "hos",
+            "hosts",
+            "content-lengtx",
+            "content_length",
+            "transfer-encodinh",
+            "connectiom",
+            "expec!",
+            "accept",
+            "x-host",
+            "",
+        ];
+        for name in other {
+            assert_eq!(scanned_name(name.as_bytes()), None, "{name}");
+        }
+        // In a request: the map holds the same names either way.
+        let b = b"POST /p HTTP/1.1\r\nhost: h\r\nCONTENT-LENGTH: 0\r\nConnection: close\r\nAccept: */*\r\n\r\n";
+        let Ok(Scanned::Complete(h)) = scan(b) else {
+            panic!("scans")
+        };
+        let mut req = http::Request::new(());
+        h.fill_http(b, &mut req).unwrap();
+        let names: Vec<&str> = req.headers().keys().map(|n| n.as_str()).collect();
+        assert_eq!(names, ["host", "content-length", "connection", "accept"]);
+        assert_eq!(req.headers()[HOST], "h");
+        assert_eq!(req.headers()[CONTENT_LENGTH], "0");
+    }
+
+    /// Every target form makes the `Uri` that `Uri::try_from` makes of it.
+    #[test]
+    fn http_targets_are_the_uris_of_their_bytes() {
+        for t in [
+            "/",
+            "/a",
+            "/a/b?c=d",
+            "/?",
+            "/a?",
+            "*",
+            "http://h:1/p?q",
+            "http://h",
+        ] {
+            let b = format!("GET {t} HTTP/1.1\r\nHost: h\r\n\r\n");
+            let b = if t == "*" {
+                b.replacen("GET", "OPTIONS", 1)
+            } else {
+                b
+            };
+            let Ok(Scanned::Complete(h)) = scan(b.as_bytes()) else {
+                panic!("{t} scans")
+            };
+            let mut req = http::Request::new(());
+            h.fill_http(b.as_bytes(), &mut req).unwrap();
+            let want = Uri::try_from(t).unwrap();
+            assert_eq!(req.uri(), &want, "{t}");
+            assert_eq!(req.uri().path(), want.path(), "{t}");
+            assert_eq!(req.uri().query(), want.query(), "{t}");
+            assert_eq!(req.uri().authority(), want.authority(), "{t}");
+        }
     }
 
     /// The `http` request shares one copy of the head, whatever its size (inline in
