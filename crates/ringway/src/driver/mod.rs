@@ -44,7 +44,7 @@ mod uring;
 use std::fmt;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -210,6 +210,10 @@ pub struct DriverStats {
 }
 
 /// A `Send + Sync` handle that interrupts the driver's wait from any thread.
+///
+/// The driver closes its eventfd when it is dropped, however many clones are still
+/// around (a task's waker kept by another thread, a runtime `Handle`): a dropped runtime
+/// leaves no fd behind, and from then on these handles do nothing.
 #[derive(Clone)]
 pub struct DriverWaker {
     inner: Arc<WakerInner>,
@@ -218,16 +222,39 @@ pub struct DriverWaker {
 impl fmt::Debug for DriverWaker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DriverWaker")
-            .field("eventfd", &self.inner.fd.as_raw_fd())
+            .field("eventfd", &self.inner.fd)
+            .field(
+                "closed",
+                &(self.inner.writers.load(Ordering::Relaxed) & CLOSED != 0),
+            )
             .field("sleeping", &self.inner.sleeping.load(Ordering::Relaxed))
             .finish()
     }
 }
 
 struct WakerInner {
-    fd: OwnedFd,
+    /// The eventfd; closed by the driver's drop (`close`), or by the last handle's if
+    /// the driver never closed it.
+    fd: RawFd,
+    /// `CLOSED` once `fd` is closed, plus one `WRITER` per `notify` between its check of
+    /// `CLOSED` and the end of its write: the closer waits for those to finish, so no
+    /// write can reach another file that took the fd's number.
+    writers: AtomicUsize,
     /// The driver is (about to be) blocked; a wake must write the eventfd.
     sleeping: AtomicBool,
+}
+
+const CLOSED: usize = 1;
+const WRITER: usize = 2;
+
+impl Drop for WakerInner {
+    fn drop(&mut self) {
+        if *self.writers.get_mut() & CLOSED == 0 {
+            // SAFETY: the fd is ours and was not closed (no CLOSED), and no handle is left
+            // to use it.
+            unsafe { libc::close(self.fd) };
+        }
+    }
 }
 
 impl DriverWaker {
@@ -237,11 +264,10 @@ impl DriverWaker {
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
-        // SAFETY: fd is a new descriptor we own.
-        let fd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
         Ok(DriverWaker {
             inner: Arc::new(WakerInner {
                 fd,
+                writers: AtomicUsize::new(0),
                 sleeping: AtomicBool::new(false),
             }),
         })
@@ -256,11 +282,32 @@ impl DriverWaker {
         }
     }
 
-    /// Interrupts the driver's current or next wait, unconditionally (one eventfd write).
+    /// Interrupts the driver's current or next wait, unconditionally (one eventfd write;
+    /// nothing once the driver is dropped).
     pub fn notify(&self) {
-        let one: u64 = 1;
-        // SAFETY: writes 8 bytes from a live u64 to our eventfd.
-        unsafe { libc::write(self.inner.fd.as_raw_fd(), &one as *const u64 as *const _, 8) };
+        let inner = &*self.inner;
+        if inner.writers.fetch_add(WRITER, Ordering::Acquire) & CLOSED == 0 {
+            let one: u64 = 1;
+            // SAFETY: writes 8 bytes from a live u64 to our eventfd, which stays open
+            // until this writer is counted out (see `close`).
+            unsafe { libc::write(inner.fd, &one as *const u64 as *const _, 8) };
+        }
+        inner.writers.fetch_sub(WRITER, Ordering::Release);
+    }
+
+    /// Closes the eventfd (the driver's drop): waits for writes under way, which are
+    /// one non-blocking syscall each, then closes; later `notify` calls do nothing.
+    fn close(&self) {
+        let inner = &*self.inner;
+        if inner.writers.fetch_or(CLOSED, Ordering::AcqRel) & CLOSED != 0 {
+            return;
+        }
+        while inner.writers.load(Ordering::Acquire) & !CLOSED != 0 {
+            std::thread::yield_now();
+        }
+        // SAFETY: the fd is ours; CLOSED is now set and no writer is between its check
+        // and its write, so nothing uses the number after this.
+        unsafe { libc::close(inner.fd) };
     }
 
     /// Marks the driver as about to sleep. The owner re-checks its queues after this
@@ -271,7 +318,17 @@ impl DriverWaker {
     }
 
     pub(crate) fn raw_fd(&self) -> RawFd {
-        self.inner.fd.as_raw_fd()
+        self.inner.fd
+    }
+}
+
+/// The driver's own waker: closes the eventfd when the driver goes, whatever clones
+/// are left.
+struct OwnedWaker(DriverWaker);
+
+impl Drop for OwnedWaker {
+    fn drop(&mut self) {
+        self.0.close();
     }
 }
 
@@ -297,7 +354,8 @@ pub struct Driver {
     table: OpTable,
     pool: BufferPool,
     info: BackendInfo,
-    waker: DriverWaker,
+    /// After `backend`: the ring's read of the eventfd (epoll's registration) goes first.
+    waker: OwnedWaker,
     deferred: Vec<(u64, Completion, bool)>,
     stats: DriverStats,
     /// Receives that became backlogged during a delivery (see `Delivery::backlogged`).
@@ -368,7 +426,7 @@ impl Driver {
             backend,
             pool,
             info,
-            waker,
+            waker: OwnedWaker(waker),
             deferred: Vec::new(),
             stats: DriverStats::default(),
             backlogged: Vec::new(),
@@ -402,7 +460,7 @@ impl Driver {
 
     /// A handle to interrupt `turn` from another thread.
     pub fn waker(&self) -> DriverWaker {
-        self.waker.clone()
+        self.waker.0.clone()
     }
 
     /// Counters since creation.
