@@ -348,8 +348,8 @@ mod tests {
         res.ok().bytes(b"Hello, World!")
     }
 
-    /// The state one plain connection's task carries, idle or not: 840 bytes with a
-    /// view handler, 1,112 with an http-types one when measured (Rust 1.95). Bounded so
+    /// The state one plain connection's task carries, idle or not: 1,008 bytes with a
+    /// view handler and with an http-types one when measured (release, Rust 1.95). Bounded so
     /// that a regression shows (the TLS variant inline made it 5,528).
     #[ringway::test]
     async fn connection_task_size() {
