@@ -28,6 +28,7 @@ use crate::deadline::{coarse_now, nanos, Deadline, Elapsed};
 use crate::decoder::{Event, RequestDecoder};
 use crate::error::{ErrorClass, HttpError};
 use crate::framing::BodyKind;
+use crate::future_box::FutureBox;
 use crate::handler::ViewHandler;
 use crate::head::RawHead;
 use crate::input::Input;
@@ -253,6 +254,9 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                 let sd = self.send_deadline;
                 poll_fn(|cx| poll_wait(t, input, cx, watch, timer, &mut now, sd, deadline)).await
             } else {
+                // (TLS.) In a reused heap block: this future holds the transport's
+                // receive future, which would otherwise be part of every connection's
+                // state (a plain one's too: this branch is laid out for every `T`).
                 let wait = wait_input(
                     &mut self.t,
                     &mut self.input,
@@ -262,7 +266,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                     now,
                     deadline,
                 );
-                wait.await
+                FutureBox::new(wait).await
             };
             match wait {
                 Wait::SendDue => {
@@ -291,7 +295,8 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                 }
                 Wait::Timeout => {
                     self.refuse(&HttpError::new(ErrorClass::HeaderTimeout, "head too slow"));
-                    let _ = self.flush().await;
+                    // Rare: boxed, so that its state is not part of every connection's.
+                    let _ = Box::pin(self.flush()).await;
                     return true;
                 }
                 Wait::Failed(e) => {
