@@ -246,14 +246,23 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                 *head_since.get_or_insert(now) + header_ns
             };
             // (Settling keeps what is unconsumed: still empty or not.)
-            let watch = empty.then_some(&self.watch);
             let wait = if T::POLL_RECV {
-                // `wait_input`, polled here for the same reason as the send.
-                let (t, input, timer) = (&mut self.t, &mut self.input, &mut self.timer);
+                // `wait_input`, polled here for the same reason as the send. The
+                // closure holds the connection by one pointer and its own values (a
+                // closure borrowing each field and local apart is written, and read
+                // back, at every wait: more of the connection's lines touched per
+                // request).
+                let this = &mut *self;
                 let mut now = Some(now);
-                let sd = self.send_deadline;
-                poll_fn(|cx| poll_wait(t, input, cx, watch, timer, &mut now, sd, deadline)).await
+                poll_fn(move |cx| {
+                    let watch = empty.then_some(&this.watch);
+                    let sd = this.send_deadline;
+                    let (t, input, timer) = (&mut this.t, &mut this.input, &mut this.timer);
+                    poll_wait(t, input, cx, watch, timer, &mut now, sd, deadline)
+                })
+                .await
             } else {
+                let watch = empty.then_some(&self.watch);
                 // (TLS.) In a reused heap block: this future holds the transport's
                 // receive future, which would otherwise be part of every connection's
                 // state (a plain one's too: this branch is laid out for every `T`).
