@@ -377,7 +377,7 @@ mod tests {
         res.ok().bytes(b"Hello, World!")
     }
 
-    /// The state one plain connection's task carries, idle or not: 808 bytes with a
+    /// The state one plain connection's task carries, idle or not: 768 bytes with a
     /// view handler and with an http-types one when measured (release, Rust 1.95). Bounded so
     /// that a regression shows (the TLS variant inline made it 5,528).
     #[ringway::test]
