@@ -28,6 +28,7 @@ use crate::deadline::{coarse_now, nanos, Deadline, Elapsed};
 use crate::decoder::{Event, RequestDecoder};
 use crate::error::{ErrorClass, HttpError};
 use crate::framing::BodyKind;
+use crate::future_box::FutureBox;
 use crate::handler::ViewHandler;
 use crate::head::RawHead;
 use crate::input::Input;
@@ -245,14 +246,26 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                 *head_since.get_or_insert(now) + header_ns
             };
             // (Settling keeps what is unconsumed: still empty or not.)
-            let watch = empty.then_some(&self.watch);
             let wait = if T::POLL_RECV {
-                // `wait_input`, polled here for the same reason as the send.
-                let (t, input, timer) = (&mut self.t, &mut self.input, &mut self.timer);
+                // `wait_input`, polled here for the same reason as the send. The
+                // closure holds the connection by one pointer and its own values (a
+                // closure borrowing each field and local apart is written, and read
+                // back, at every wait: more of the connection's lines touched per
+                // request).
+                let this = &mut *self;
                 let mut now = Some(now);
-                let sd = self.send_deadline;
-                poll_fn(|cx| poll_wait(t, input, cx, watch, timer, &mut now, sd, deadline)).await
+                poll_fn(move |cx| {
+                    let watch = empty.then_some(&this.watch);
+                    let sd = this.send_deadline;
+                    let (t, input, timer) = (&mut this.t, &mut this.input, &mut this.timer);
+                    poll_wait(t, input, cx, watch, timer, &mut now, sd, deadline)
+                })
+                .await
             } else {
+                let watch = empty.then_some(&self.watch);
+                // (TLS.) In a reused heap block: this future holds the transport's
+                // receive future, which would otherwise be part of every connection's
+                // state (a plain one's too: this branch is laid out for every `T`).
                 let wait = wait_input(
                     &mut self.t,
                     &mut self.input,
@@ -262,7 +275,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                     now,
                     deadline,
                 );
-                wait.await
+                FutureBox::new(wait).await
             };
             match wait {
                 Wait::SendDue => {
@@ -291,7 +304,8 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                 }
                 Wait::Timeout => {
                     self.refuse(&HttpError::new(ErrorClass::HeaderTimeout, "head too slow"));
-                    let _ = self.flush().await;
+                    // Rare: boxed, so that its state is not part of every connection's.
+                    let _ = Box::pin(self.flush()).await;
                     return true;
                 }
                 Wait::Failed(e) => {

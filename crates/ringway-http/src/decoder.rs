@@ -41,7 +41,9 @@ pub struct BodyDecoder {
 enum Framing {
     /// This many bytes are still to come.
     Length(u64),
-    Chunked(ChunkedDecoder),
+    /// Boxed: its state is several times the size of the rest, and every connection
+    /// carries a decoder, idle or not (chunked bodies are the rarer, larger case).
+    Chunked(Box<ChunkedDecoder>),
 }
 
 impl BodyDecoder {
@@ -50,9 +52,10 @@ impl BodyDecoder {
         let framing = match kind {
             BodyKind::None => Framing::Length(0),
             BodyKind::Length(n) => Framing::Length(n),
-            BodyKind::Chunked => {
-                Framing::Chunked(ChunkedDecoder::new(cfg.max_chunk_ext, cfg.max_trailer_size))
-            }
+            BodyKind::Chunked => Framing::Chunked(Box::new(ChunkedDecoder::new(
+                cfg.max_chunk_ext,
+                cfg.max_trailer_size,
+            ))),
         };
         BodyDecoder {
             framing,

@@ -12,6 +12,8 @@
 //! [`HttpTypes`], which builds the `http` request and sends the `http` response.
 
 use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use http::{Request, Response, StatusCode};
 
@@ -85,17 +87,56 @@ where
 pub struct HttpTypes<H>(pub H);
 
 impl<H: Handler> ViewHandler for HttpTypes<H> {
-    async fn call<'a>(&'a self, req: RequestView<'a>, res: Responder<'a>) -> Written {
+    fn call<'a>(
+        &'a self,
+        req: RequestView<'a>,
+        res: Responder<'a>,
+    ) -> impl Future<Output = Written> + 'a {
         // Filled in place (an `http::Request` is a few hundred bytes: each move is a
         // copy), then moved into the handler's future.
         let mut http_req = Request::new(Body::empty());
-        match req.fill_http(&mut http_req) {
-            // In a heap block: an `http::Request` and whatever the handler keeps across
-            // its awaits would otherwise be part of every connection's state, idle or
-            // not. The block is reused by the core's next request (no allocation).
-            Ok(()) => res.send(FutureBox::new(self.0.call(http_req)).await),
+        // In a heap block: an `http::Request` and whatever the handler keeps across
+        // its awaits would otherwise be part of every connection's state, idle or
+        // not. The block is reused by the core's next request (no allocation).
+        let answer = match req.fill_http(&mut http_req) {
+            Ok(()) => Some(FutureBox::new(self.0.call(http_req))),
             // The scan checked everything the `http` types need: not expected.
-            Err(_) => res.status(StatusCode::INTERNAL_SERVER_ERROR).empty(),
+            Err(_) => None,
+        };
+        Answer {
+            answer,
+            res: Some(res),
+        }
+    }
+}
+
+/// The future of [`HttpTypes::call`]: the handler's future, then its response sent.
+/// Written by hand, not as an `async fn`: the response goes from the handler's `Poll`
+/// straight into [`Responder::send`] (an `async fn` moved it out of the `Poll`, then
+/// into the call: two copies of a 152-byte value per request).
+struct Answer<'a, F> {
+    /// `None` if the request could not be made (answered 500).
+    answer: Option<FutureBox<F>>,
+    /// Taken when the response is written.
+    res: Option<Responder<'a>>,
+}
+
+impl<F: Future<Output = Response<Body>>> Future for Answer<'_, F> {
+    type Output = Written;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Written> {
+        // (Unpin: the handler's future is pinned in its block, not here.)
+        let this = &mut *self;
+        let Some(answer) = this.answer.as_mut() else {
+            let res = this.res.take().expect("Answer polled after it completed");
+            return Poll::Ready(res.status(StatusCode::INTERNAL_SERVER_ERROR).empty());
+        };
+        match Pin::new(answer).poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(resp) => {
+                let res = this.res.take().expect("Answer polled after it completed");
+                Poll::Ready(res.send(resp))
+            }
         }
     }
 }
