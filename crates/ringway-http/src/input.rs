@@ -41,7 +41,16 @@ impl Input {
                 self.pool = None;
                 self.ppos = 0;
             }
-        } else if let Some(o) = &self.own {
+        } else {
+            self.consume_own(n);
+        }
+    }
+
+    /// [`consume`](Self::consume) from the own buffer (input that straddled two
+    /// receives: the rare case).
+    #[inline(never)]
+    fn consume_own(&mut self, n: usize) {
+        if let Some(o) = &self.own {
             self.pos += n;
             debug_assert!(self.pos <= o.len());
             if self.pos >= o.len() {
