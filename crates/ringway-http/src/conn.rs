@@ -69,6 +69,14 @@ enum Wait {
     SendDue,
 }
 
+/// A connection's access log.
+struct ConnLog {
+    core: Rc<CoreLog>,
+    /// The start of this connection's lines (the peer's address, then ` - - [`),
+    /// formatted once.
+    host: Box<[u8]>,
+}
+
 /// One connection.
 pub(crate) struct Conn<T: Transport, H: ViewHandler> {
     t: T,
@@ -78,11 +86,10 @@ pub(crate) struct Conn<T: Transport, H: ViewHandler> {
     shared: Arc<ServerState>,
     handler: Rc<H>,
     watch: Watch,
-    log: Option<Rc<CoreLog>>,
+    /// The access log, when it is on (boxed: eight bytes of every connection's state,
+    /// which is read from memory at every request when there are many).
+    log: Option<Box<ConnLog>>,
     served: u64,
-    /// The start of this connection's access log lines (the peer's address, then
-    /// ` - - [`), formatted once; empty without a log.
-    log_host: Box<[u8]>,
     decoder: RequestDecoder,
     timer: Deadline,
     /// While a background send may be in flight: when it must have ended (coarse ns).
@@ -100,11 +107,13 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         log: Option<Rc<CoreLog>>,
         peer: Option<SocketAddr>,
     ) -> Self {
-        let log_host = match (&log, peer) {
-            (None, _) => Box::default(),
-            (Some(_), Some(p)) => format!("{} - - [", p.ip()).into_bytes().into_boxed_slice(),
-            (Some(_), None) => Box::from(&b"- - - ["[..]),
-        };
+        let log = log.map(|core| {
+            let host = match peer {
+                Some(p) => format!("{} - - [", p.ip()).into_bytes().into_boxed_slice(),
+                None => Box::from(&b"- - - ["[..]),
+            };
+            Box::new(ConnLog { core, host })
+        });
         let timer = Deadline::new(shared.tick);
         Conn {
             t,
@@ -115,7 +124,6 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             watch,
             log,
             served: 0,
-            log_host,
             decoder: RequestDecoder::new(),
             timer,
             send_deadline: None,
@@ -140,10 +148,8 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
 
     /// The main loop; true if the connection should be closed politely.
     async fn serve(&mut self) -> bool {
-        let shared = self.shared.clone();
-        let header_ns = nanos(shared.cfg.header_timeout);
-        let idle_ns = nanos(shared.cfg.idle_timeout);
-        let send_ns = nanos(shared.cfg.send_timeout);
+        // (The timeouts are read from the shared state where they are used: copies
+        // kept here would live in every connection's state, and be read back from it.)
         // The first request's head is due within the header timeout of the accept; a
         // later one within the header timeout of the moment its first bytes were seen
         // waiting (a head that arrives whole is never waited for).
@@ -156,7 +162,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                     break;
                 }
                 let available = input.len();
-                match self.decoder.decode(input, &shared.cfg) {
+                match self.decoder.decode(input, &self.shared.cfg) {
                     Err(e) => {
                         self.refuse(&e);
                         close = true;
@@ -221,13 +227,13 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             // `flush_at`, but polled in this loop's own state (an `async fn` per
             // request costs its setup and a poll call).
             if let Some(buf) = self.out.take().filter(|b| !b.is_empty()) {
-                let deadline = self.send_deadline.unwrap_or(now + send_ns);
+                let deadline = self.send_deadline.unwrap_or(now + self.shared.send_ns);
                 let mut batch = BatchSend::new(now, deadline);
                 let sent = {
                     let (mut send, timer) = (pin!(self.t.send(buf)), &mut self.timer);
                     poll_fn(|cx| batch.poll(send.as_mut(), cx, timer)).await
                 };
-                if !self.sent(sent, batch.started + send_ns) {
+                if !self.sent(sent, batch.started + self.shared.send_ns) {
                     return false;
                 }
             }
@@ -241,9 +247,9 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             }
             self.input.settle();
             let deadline = if idle {
-                now + idle_ns
+                now + self.shared.idle_ns
             } else {
-                *head_since.get_or_insert(now) + header_ns
+                *head_since.get_or_insert(now) + self.shared.header_ns
             };
             // (Settling keeps what is unconsumed: still empty or not.)
             let wait = if T::POLL_RECV {
@@ -287,7 +293,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                             return false;
                         }
                         Poll::Pending => {
-                            shared.stats.send_timeout();
+                            self.shared.stats.send_timeout();
                             self.t.abort();
                             return false;
                         }
@@ -299,7 +305,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                 Wait::Eof => return true,
                 Wait::Down => return true,
                 Wait::Timeout if idle => {
-                    shared.stats.idle_closed();
+                    self.shared.stats.idle_closed();
                     return true;
                 }
                 Wait::Timeout => {
@@ -376,7 +382,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                     raw.version,
                 )
             };
-            log.line(&self.log_host, Some(req), written.status, sent);
+            log.core.line(&log.host, Some(req), written.status, sent);
         }
         if consume > 0 {
             self.input.consume(consume);
@@ -484,7 +490,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         if buf.is_empty() {
             return true;
         }
-        let send_ns = nanos(self.shared.cfg.send_timeout);
+        let send_ns = self.shared.send_ns;
         // The one in flight has had its time already.
         let deadline = self.send_deadline.unwrap_or(now + send_ns);
         let mut batch = BatchSend::new(now, deadline);
@@ -672,7 +678,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         let out = self.out.get_or_insert_with(PooledBuf::take);
         encode_error(out, e.status(), &self.watch.response_context().prefix);
         if let Some(log) = &self.log {
-            log.line(&self.log_host, None, e.status(), 0);
+            log.core.line(&log.host, None, e.status(), 0);
         }
     }
 
