@@ -135,7 +135,9 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
     /// `self` by value keeps two copies of it in its state.)
     pub(crate) async fn run(&mut self) {
         if self.serve().await {
-            self.linger().await;
+            // Once per connection, and larger than the loop: in a heap block, so that
+            // its state is not part of every connection's.
+            FutureBox::new(self.linger()).await;
         } else if self.send_deadline.is_some() {
             // Dropped while a send may be in flight: the driver would keep the socket
             // until the send ends, which a peer that does not read never lets happen.
@@ -224,16 +226,20 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             }
             // One reading of the clock for the send's deadline and the wait's.
             let now = coarse_now();
-            // `flush_at`, but polled in this loop's own state (an `async fn` per
-            // request costs its setup and a poll call).
-            if let Some(buf) = self.out.take().filter(|b| !b.is_empty()) {
-                let deadline = self.send_deadline.unwrap_or(now + self.shared.send_ns);
-                let mut batch = BatchSend::new(now, deadline);
-                let sent = {
-                    let (mut send, timer) = (pin!(self.t.send(buf)), &mut self.timer);
-                    poll_fn(|cx| batch.poll(send.as_mut(), cx, timer)).await
+            // The batch's send: started right here when nothing is in flight (no
+            // future: its state would be part of every connection's, written at every
+            // request), else by `flush_at`, in a reused heap block.
+            if self.out.as_ref().is_some_and(|b| !b.is_empty()) {
+                let started = poll_fn(|cx| {
+                    let buf = self.out.take().expect("checked above");
+                    Poll::Ready(self.t.try_send(cx, buf).map_err(|buf| self.out = Some(buf)))
+                })
+                .await;
+                let ok = match started {
+                    Ok(sent) => self.sent(Ok(sent), now + self.shared.send_ns),
+                    Err(()) => FutureBox::new(self.flush_at(now)).await,
                 };
-                if !self.sent(sent, batch.started + self.shared.send_ns) {
+                if !ok {
                     return false;
                 }
             }
@@ -482,7 +488,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
     }
 
     /// [`flush`](Self::flush) with the coarse clock read just before (`now`). (The
-    /// serve loop polls its [`BatchSend`] itself, for the common case.)
+    /// serve loop starts the send itself in the common case: see `Transport::try_send`.)
     async fn flush_at(&mut self, now: u64) -> bool {
         let Some(buf) = self.out.take() else {
             return true;
