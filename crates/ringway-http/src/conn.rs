@@ -45,6 +45,9 @@ use crate::view::{RequestView, ViewBody};
 /// Bytes moved per splice: the default capacity of a pipe.
 const SPLICE_CHUNK: usize = 64 * 1024;
 
+/// The serve loop's `head_since` while no head is awaited (no clock reading is this).
+const NO_HEAD: u64 = u64::MAX;
+
 /// How long a closing connection reads and discards what the peer still sends.
 const LINGER_NS: u64 = 2_000_000_000;
 
@@ -132,12 +135,20 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
     }
 
     /// Serves the connection to its end. (By `&mut self`: an `async fn` that takes
-    /// `self` by value keeps two copies of it in its state.)
+    /// `self` by value keeps two copies of it in its state.) A plain connection's task
+    /// makes these two calls itself: a future of this function's in the task would add
+    /// its own state (two pointers, a tag) to every connection's.
     pub(crate) async fn run(&mut self) {
-        if self.serve().await {
-            // Once per connection, and larger than the loop: in a heap block, so that
-            // its state is not part of every connection's.
-            FutureBox::new(self.linger()).await;
+        let polite = self.serve().await;
+        FutureBox::new(self.end(polite)).await;
+    }
+
+    /// Ends the connection after [`serve`](Self::serve): politely (`polite`, what it
+    /// returned) or at once. Once per connection, and larger than the loop: callers put
+    /// its future in a heap block, so that its state is not part of every connection's.
+    pub(crate) async fn end(&mut self, polite: bool) {
+        if polite {
+            self.linger().await;
         } else if self.send_deadline.is_some() {
             // Dropped while a send may be in flight: the driver would keep the socket
             // until the send ends, which a peer that does not read never lets happen.
@@ -148,14 +159,17 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         }
     }
 
-    /// The main loop; true if the connection should be closed politely.
-    async fn serve(&mut self) -> bool {
+    /// The main loop; true if the connection should be closed politely (see
+    /// [`end`](Self::end)).
+    pub(crate) async fn serve(&mut self) -> bool {
         // (The timeouts are read from the shared state where they are used: copies
         // kept here would live in every connection's state, and be read back from it.)
         // The first request's head is due within the header timeout of the accept; a
         // later one within the header timeout of the moment its first bytes were seen
         // waiting (a head that arrives whole is never waited for).
-        let mut head_since = Some(coarse_now());
+        // (`NO_HEAD` while no head is awaited: eight bytes of every connection's state
+        // less than an `Option`.)
+        let mut head_since = coarse_now();
         loop {
             let mut close = false;
             loop {
@@ -172,7 +186,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                     }
                     Ok((_, Event::NeedMore)) => break,
                     Ok((_, Event::Head(raw))) => {
-                        head_since = None;
+                        head_since = NO_HEAD;
                         let (info, whole) = self.prepare(&raw, available);
                         let step = match whole {
                             // The common case, right here (no nested future): the
@@ -247,7 +261,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                 return true;
             }
             let empty = self.input.is_empty();
-            let idle = empty && head_since.is_none();
+            let idle = empty && head_since == NO_HEAD;
             if empty && self.watch.is_down() {
                 return true;
             }
@@ -255,7 +269,10 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             let deadline = if idle {
                 now + self.shared.idle_ns
             } else {
-                *head_since.get_or_insert(now) + self.shared.header_ns
+                if head_since == NO_HEAD {
+                    head_since = now;
+                }
+                head_since + self.shared.header_ns
             };
             // (Settling keeps what is unconsumed: still empty or not.)
             let wait = if T::POLL_RECV {

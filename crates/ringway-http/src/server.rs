@@ -18,6 +18,7 @@ use ringway::{JoinHandle, Runtime};
 use crate::config::Config;
 use crate::conn::Conn;
 use crate::deadline::nanos;
+use crate::future_box::FutureBox;
 use crate::handler::{Handler, HttpTypes, ViewHandler};
 use crate::log::{AccessLog, CoreLog};
 use crate::select::{race, Either};
@@ -351,7 +352,11 @@ fn plain_connection<H: ViewHandler>(
     // rest are moved into the connection at once (some 100 bytes per connection, idle or
     // not).
     let mut conn = Conn::new(Tcp::new(stream), shared, handler, watch, log, peer);
-    async move { conn.run().await }
+    // `Conn::run`, written out: its future would be one more layer of state here.
+    async move {
+        let polite = conn.serve().await;
+        FutureBox::new(conn.end(polite)).await;
+    }
 }
 
 /// A TLS connection's task.
