@@ -39,7 +39,11 @@ pub(crate) trait Transport {
     /// the caller awaits `send`. (The serve loop's common case: a future kept for it
     /// would be part of every connection's state.) Transports whose send must await
     /// other work always give it back.
-    fn try_send(&mut self, _cx: &mut Context<'_>, buf: PooledBuf) -> Result<io::Result<()>, PooledBuf> {
+    fn try_send(
+        &mut self,
+        _cx: &mut Context<'_>,
+        buf: PooledBuf,
+    ) -> Result<io::Result<()>, PooledBuf> {
         Err(buf)
     }
     /// Ready once nothing sent is in flight, with the error that broke the stream, if
@@ -99,7 +103,11 @@ impl Transport for Tcp {
 
     // Always inline: once per request, from the serve loop.
     #[inline(always)]
-    fn try_send(&mut self, cx: &mut Context<'_>, buf: PooledBuf) -> Result<io::Result<()>, PooledBuf> {
+    fn try_send(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: PooledBuf,
+    ) -> Result<io::Result<()>, PooledBuf> {
         let mut send = self.stream.send_all(buf);
         match std::pin::Pin::new(&mut send).poll(cx) {
             Poll::Ready(r) => Ok(r),
