@@ -45,6 +45,9 @@ use crate::view::{RequestView, ViewBody};
 /// Bytes moved per splice: the default capacity of a pipe.
 const SPLICE_CHUNK: usize = 64 * 1024;
 
+/// The serve loop's `head_since` while no head is awaited (no clock reading is this).
+const NO_HEAD: u64 = u64::MAX;
+
 /// How long a closing connection reads and discards what the peer still sends.
 const LINGER_NS: u64 = 2_000_000_000;
 
@@ -69,6 +72,14 @@ enum Wait {
     SendDue,
 }
 
+/// A connection's access log.
+struct ConnLog {
+    core: Rc<CoreLog>,
+    /// The start of this connection's lines (the peer's address, then ` - - [`),
+    /// formatted once.
+    host: Box<[u8]>,
+}
+
 /// One connection.
 pub(crate) struct Conn<T: Transport, H: ViewHandler> {
     t: T,
@@ -78,11 +89,10 @@ pub(crate) struct Conn<T: Transport, H: ViewHandler> {
     shared: Arc<ServerState>,
     handler: Rc<H>,
     watch: Watch,
-    log: Option<Rc<CoreLog>>,
+    /// The access log, when it is on (boxed: eight bytes of every connection's state,
+    /// which is read from memory at every request when there are many).
+    log: Option<Box<ConnLog>>,
     served: u64,
-    /// The start of this connection's access log lines (the peer's address, then
-    /// ` - - [`), formatted once; empty without a log.
-    log_host: Box<[u8]>,
     decoder: RequestDecoder,
     timer: Deadline,
     /// While a background send may be in flight: when it must have ended (coarse ns).
@@ -100,11 +110,13 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         log: Option<Rc<CoreLog>>,
         peer: Option<SocketAddr>,
     ) -> Self {
-        let log_host = match (&log, peer) {
-            (None, _) => Box::default(),
-            (Some(_), Some(p)) => format!("{} - - [", p.ip()).into_bytes().into_boxed_slice(),
-            (Some(_), None) => Box::from(&b"- - - ["[..]),
-        };
+        let log = log.map(|core| {
+            let host = match peer {
+                Some(p) => format!("{} - - [", p.ip()).into_bytes().into_boxed_slice(),
+                None => Box::from(&b"- - - ["[..]),
+            };
+            Box::new(ConnLog { core, host })
+        });
         let timer = Deadline::new(shared.tick);
         Conn {
             t,
@@ -115,7 +127,6 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             watch,
             log,
             served: 0,
-            log_host,
             decoder: RequestDecoder::new(),
             timer,
             send_deadline: None,
@@ -124,9 +135,19 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
     }
 
     /// Serves the connection to its end. (By `&mut self`: an `async fn` that takes
-    /// `self` by value keeps two copies of it in its state.)
+    /// `self` by value keeps two copies of it in its state.) A plain connection's task
+    /// makes these two calls itself: a future of this function's in the task would add
+    /// its own state (two pointers, a tag) to every connection's.
     pub(crate) async fn run(&mut self) {
-        if self.serve().await {
+        let polite = self.serve().await;
+        FutureBox::new(self.end(polite)).await;
+    }
+
+    /// Ends the connection after [`serve`](Self::serve): politely (`polite`, what it
+    /// returned) or at once. Once per connection, and larger than the loop: callers put
+    /// its future in a heap block, so that its state is not part of every connection's.
+    pub(crate) async fn end(&mut self, polite: bool) {
+        if polite {
             self.linger().await;
         } else if self.send_deadline.is_some() {
             // Dropped while a send may be in flight: the driver would keep the socket
@@ -138,16 +159,17 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         }
     }
 
-    /// The main loop; true if the connection should be closed politely.
-    async fn serve(&mut self) -> bool {
-        let shared = self.shared.clone();
-        let header_ns = nanos(shared.cfg.header_timeout);
-        let idle_ns = nanos(shared.cfg.idle_timeout);
-        let send_ns = nanos(shared.cfg.send_timeout);
+    /// The main loop; true if the connection should be closed politely (see
+    /// [`end`](Self::end)).
+    pub(crate) async fn serve(&mut self) -> bool {
+        // (The timeouts are read from the shared state where they are used: copies
+        // kept here would live in every connection's state, and be read back from it.)
         // The first request's head is due within the header timeout of the accept; a
         // later one within the header timeout of the moment its first bytes were seen
         // waiting (a head that arrives whole is never waited for).
-        let mut head_since = Some(coarse_now());
+        // (`NO_HEAD` while no head is awaited: eight bytes of every connection's state
+        // less than an `Option`.)
+        let mut head_since = coarse_now();
         loop {
             let mut close = false;
             loop {
@@ -156,7 +178,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                     break;
                 }
                 let available = input.len();
-                match self.decoder.decode(input, &shared.cfg) {
+                match self.decoder.decode(input, &self.shared.cfg) {
                     Err(e) => {
                         self.refuse(&e);
                         close = true;
@@ -164,7 +186,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                     }
                     Ok((_, Event::NeedMore)) => break,
                     Ok((_, Event::Head(raw))) => {
-                        head_since = None;
+                        head_since = NO_HEAD;
                         let (info, whole) = self.prepare(&raw, available);
                         let step = match whole {
                             // The common case, right here (no nested future): the
@@ -218,16 +240,20 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             }
             // One reading of the clock for the send's deadline and the wait's.
             let now = coarse_now();
-            // `flush_at`, but polled in this loop's own state (an `async fn` per
-            // request costs its setup and a poll call).
-            if let Some(buf) = self.out.take().filter(|b| !b.is_empty()) {
-                let deadline = self.send_deadline.unwrap_or(now + send_ns);
-                let mut batch = BatchSend::new(now, deadline);
-                let sent = {
-                    let (mut send, timer) = (pin!(self.t.send(buf)), &mut self.timer);
-                    poll_fn(|cx| batch.poll(send.as_mut(), cx, timer)).await
+            // The batch's send: started right here when nothing is in flight (no
+            // future: its state would be part of every connection's, written at every
+            // request), else by `flush_at`, in a reused heap block.
+            if self.out.as_ref().is_some_and(|b| !b.is_empty()) {
+                let started = poll_fn(|cx| {
+                    let buf = self.out.take().expect("checked above");
+                    Poll::Ready(self.t.try_send(cx, buf).map_err(|buf| self.out = Some(buf)))
+                })
+                .await;
+                let ok = match started {
+                    Ok(sent) => self.sent(Ok(sent), now + self.shared.send_ns),
+                    Err(()) => FutureBox::new(self.flush_at(now)).await,
                 };
-                if !self.sent(sent, batch.started + send_ns) {
+                if !ok {
                     return false;
                 }
             }
@@ -235,15 +261,18 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                 return true;
             }
             let empty = self.input.is_empty();
-            let idle = empty && head_since.is_none();
+            let idle = empty && head_since == NO_HEAD;
             if empty && self.watch.is_down() {
                 return true;
             }
             self.input.settle();
             let deadline = if idle {
-                now + idle_ns
+                now + self.shared.idle_ns
             } else {
-                *head_since.get_or_insert(now) + header_ns
+                if head_since == NO_HEAD {
+                    head_since = now;
+                }
+                head_since + self.shared.header_ns
             };
             // (Settling keeps what is unconsumed: still empty or not.)
             let wait = if T::POLL_RECV {
@@ -287,7 +316,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                             return false;
                         }
                         Poll::Pending => {
-                            shared.stats.send_timeout();
+                            self.shared.stats.send_timeout();
                             self.t.abort();
                             return false;
                         }
@@ -299,7 +328,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                 Wait::Eof => return true,
                 Wait::Down => return true,
                 Wait::Timeout if idle => {
-                    shared.stats.idle_closed();
+                    self.shared.stats.idle_closed();
                     return true;
                 }
                 Wait::Timeout => {
@@ -376,7 +405,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                     raw.version,
                 )
             };
-            log.line(&self.log_host, Some(req), written.status, sent);
+            log.core.line(&log.host, Some(req), written.status, sent);
         }
         if consume > 0 {
             self.input.consume(consume);
@@ -476,7 +505,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
     }
 
     /// [`flush`](Self::flush) with the coarse clock read just before (`now`). (The
-    /// serve loop polls its [`BatchSend`] itself, for the common case.)
+    /// serve loop starts the send itself in the common case: see `Transport::try_send`.)
     async fn flush_at(&mut self, now: u64) -> bool {
         let Some(buf) = self.out.take() else {
             return true;
@@ -484,7 +513,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         if buf.is_empty() {
             return true;
         }
-        let send_ns = nanos(self.shared.cfg.send_timeout);
+        let send_ns = self.shared.send_ns;
         // The one in flight has had its time already.
         let deadline = self.send_deadline.unwrap_or(now + send_ns);
         let mut batch = BatchSend::new(now, deadline);
@@ -672,7 +701,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         let out = self.out.get_or_insert_with(PooledBuf::take);
         encode_error(out, e.status(), &self.watch.response_context().prefix);
         if let Some(log) = &self.log {
-            log.line(&self.log_host, None, e.status(), 0);
+            log.core.line(&log.host, None, e.status(), 0);
         }
     }
 

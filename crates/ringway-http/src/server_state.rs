@@ -20,6 +20,14 @@ pub(crate) struct ServerState {
     pub(crate) stats: Arc<Stats>,
     /// The shortest timeout: how far ahead a connection's timer is armed.
     pub(crate) tick: Duration,
+    /// `cfg`'s header, idle and send timeouts in coarse-clock nanoseconds, converted
+    /// once: the serve loop reads them here rather than keep copies in every
+    /// connection's state.
+    pub(crate) header_ns: u64,
+    /// See `header_ns`.
+    pub(crate) idle_ns: u64,
+    /// See `header_ns`.
+    pub(crate) send_ns: u64,
     /// The access log, when it is on.
     pub(crate) log: Option<Arc<AccessLog>>,
     /// The server's id in each core's shutdown registry.

@@ -34,6 +34,18 @@ pub(crate) trait Transport {
     /// all): ready once the send has started, after the one in flight, if any, ended.
     /// The buffer goes back to its pool when the kernel is done with it.
     fn send(&mut self, buf: PooledBuf) -> impl std::future::Future<Output = io::Result<()>>;
+    /// [`send`](Self::send) without a future, when it can start at once (nothing sent
+    /// is in flight): `Ok` with what starting it gave. Otherwise `buf` comes back, and
+    /// the caller awaits `send`. (The serve loop's common case: a future kept for it
+    /// would be part of every connection's state.) Transports whose send must await
+    /// other work always give it back.
+    fn try_send(
+        &mut self,
+        _cx: &mut Context<'_>,
+        buf: PooledBuf,
+    ) -> Result<io::Result<()>, PooledBuf> {
+        Err(buf)
+    }
     /// Ready once nothing sent is in flight, with the error that broke the stream, if
     /// one did.
     fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
@@ -87,6 +99,21 @@ impl Transport for Tcp {
     // The runtime's send future itself, not an async wrapper around it.
     fn send(&mut self, buf: PooledBuf) -> impl Future<Output = io::Result<()>> {
         self.stream.send_all(buf)
+    }
+
+    // Always inline: once per request, from the serve loop.
+    #[inline(always)]
+    fn try_send(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: PooledBuf,
+    ) -> Result<io::Result<()>, PooledBuf> {
+        let mut send = self.stream.send_all(buf);
+        match std::pin::Pin::new(&mut send).poll(cx) {
+            Poll::Ready(r) => Ok(r),
+            // Waiting for the send in flight: it has not taken the buffer.
+            Poll::Pending => Err(send.into_unsent().expect("a pending send keeps its buffer")),
+        }
     }
 
     fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

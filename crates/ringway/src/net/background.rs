@@ -193,6 +193,12 @@ impl<'a, B: IoBuf + Unpin + 'static> SendAllFuture<'a, B> {
             buf: Some(buf),
         }
     }
+
+    /// The buffer back, if the send has not started (a poll that was pending): for a
+    /// caller that tries a send without keeping its future.
+    pub fn into_unsent(self) -> Option<B> {
+        self.buf
+    }
 }
 
 impl<B: IoBuf + Unpin + 'static> Future for SendAllFuture<'_, B> {

@@ -237,10 +237,14 @@ impl<T> fmt::Debug for JoinHandle<T> {
 
 /// Wraps a task's future: catches its panic, and reports `Cancelled` if it is dropped
 /// before finishing. The future is stored inline: the core boxes the whole wrapper once.
+/// (In this order: the fields read only at the end share the first cache line with the
+/// core's per-poll fields, and the future's last bytes, its state tag among them, are
+/// not left alone on a line of their own.)
+#[repr(C)]
 pub(crate) struct TaskFuture<F: Future> {
-    fut: F,
     state: Arc<JoinState<F::Output>>,
     done: bool,
+    fut: F,
 }
 
 impl<F: Future> TaskFuture<F> {

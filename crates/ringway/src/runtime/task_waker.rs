@@ -14,19 +14,29 @@ use std::task::{RawWaker, RawWakerVTable, Waker};
 use super::context::try_with_core;
 use super::task::TaskHeader;
 
-/// The waker of the task whose header this is.
-pub(super) fn task_waker(header: Arc<TaskHeader>) -> Waker {
-    let raw = RawWaker::new(Arc::into_raw(header).cast(), &VTABLE);
-    // SAFETY: the data pointer is one strong count of an `Arc<TaskHeader>`, and the
-    // vtable's functions treat it so: `clone` adds a count, `drop` and `wake` give one
-    // back, `wake_by_ref` borrows. `TaskHeader` is `Send + Sync`, as wakers must be.
-    unsafe { Waker::from_raw(raw) }
+/// The waker of the task whose header is at `header`, borrowed: it holds no count of
+/// its own (a clone made from it takes one, as any), so it is never dropped. The core
+/// makes one on the stack for each poll rather than keep one per task: sixteen bytes of
+/// every task's state that would be read from memory at every poll.
+///
+/// # Safety
+///
+/// `header` is the address of a live `Arc<TaskHeader>`'s header, kept alive by a count
+/// held elsewhere for as long as the waker (not its clones) is used.
+pub(super) unsafe fn borrowed_task_waker(header: *const TaskHeader) -> ManuallyDrop<Waker> {
+    let raw = RawWaker::new(header.cast(), &VTABLE);
+    // SAFETY: the data pointer is that of a live `Arc<TaskHeader>` (the caller's
+    // promise) and the vtable treats it so: `clone` adds a count, `wake_by_ref` borrows;
+    // `drop` and `wake`, which give a count back, never run on this waker, which is
+    // `ManuallyDrop` and only lent (`Context` hands out `&Waker`). `TaskHeader` is
+    // `Send + Sync`, as wakers must be.
+    ManuallyDrop::new(unsafe { Waker::from_raw(raw) })
 }
 
 static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake, wake_by_ref, drop_waker);
 
 unsafe fn clone(data: *const ()) -> RawWaker {
-    // SAFETY: `data` is a live `Arc<TaskHeader>` pointer (see `task_waker`).
+    // SAFETY: `data` is a live `Arc<TaskHeader>` pointer (see `borrowed_task_waker`).
     unsafe { Arc::increment_strong_count(data.cast::<TaskHeader>()) };
     RawWaker::new(data, &VTABLE)
 }
@@ -40,7 +50,7 @@ unsafe fn wake(data: *const ()) {
 }
 
 unsafe fn wake_by_ref(data: *const ()) {
-    // SAFETY: `data` is a live `Arc<TaskHeader>` pointer (see `task_waker`).
+    // SAFETY: `data` is a live `Arc<TaskHeader>` pointer (see `borrowed_task_waker`).
     let header = unsafe { &*data.cast::<TaskHeader>() };
     if header.notified.swap(true, Ordering::AcqRel) {
         return; // queued already
