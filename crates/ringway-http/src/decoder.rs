@@ -146,6 +146,11 @@ impl RequestDecoder {
     /// nothing after a framing error is ever looked at.
     pub fn decode(&mut self, input: &[u8], cfg: &Config) -> Result<(usize, Event), HttpError> {
         let result = match &mut self.state {
+            // The common case first, returned straight away when it succeeds.
+            State::Head => match self.head(input, cfg) {
+                Ok(decoded) => return Ok(decoded),
+                Err(e) => Err(e),
+            },
             State::Failed(e) => return Err(e.clone()),
             State::Body(body) => {
                 let r = body.decode(input);
@@ -154,25 +159,32 @@ impl RequestDecoder {
                 }
                 r
             }
-            State::Head => {
-                if input.is_empty() || !self.gate.should_parse(input, cfg) {
-                    return Ok((0, Event::NeedMore));
-                }
-                match scan_head(input, cfg) {
-                    Ok(Scanned::Partial) => return Ok((0, Event::NeedMore)),
-                    Ok(Scanned::Complete(head)) => {
-                        self.gate.reset();
-                        self.start_body(head, cfg)
-                            .map(|()| (head.len, Event::Head(head)))
-                    }
-                    Err(e) => Err(e),
-                }
-            }
         };
         if let Err(e) = &result {
             self.state = State::Failed(e.clone());
         }
         result
+    }
+
+    /// [`decode`](Self::decode) between requests: a head, or more input needed.
+    #[inline(always)]
+    fn head(&mut self, input: &[u8], cfg: &Config) -> Result<(usize, Event), HttpError> {
+        // The gate is asked only once a head was found unfinished: the common head
+        // arrives whole and is parsed at the first look.
+        if input.is_empty() || (self.gate.is_waiting() && !self.gate.should_parse(input, cfg)) {
+            return Ok((0, Event::NeedMore));
+        }
+        match scan_head(input, cfg)? {
+            Scanned::Partial => {
+                self.gate.unfinished(input.len());
+                Ok((0, Event::NeedMore))
+            }
+            Scanned::Complete(head) => {
+                self.gate.reset();
+                self.start_body(head, cfg)?;
+                Ok((head.len, Event::Head(head)))
+            }
+        }
     }
 
     fn start_body(&mut self, head: RawHead, cfg: &Config) -> Result<(), HttpError> {

@@ -412,14 +412,31 @@ pub fn scan_head(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
     // head's worth of `EMPTY_HEADER`s written first would cost 32 bytes per slot per
     // request.
     let mut few = [const { MaybeUninit::uninit() }; FEW_FIELDS];
-    let mut many;
     let mut req = httparse::Request::new(&mut []);
-    let mut parsed = req.parse_with_uninit_headers(buf, &mut few[..max.min(FEW_FIELDS)]);
-    if parsed == Err(httparse::Error::TooManyHeaders) && max > FEW_FIELDS {
-        many = [const { MaybeUninit::uninit() }; MAX_HEADERS_CAP];
-        req = httparse::Request::new(&mut []);
-        parsed = req.parse_with_uninit_headers(buf, &mut many[..max]);
+    match req.parse_with_uninit_headers(buf, &mut few[..max.min(FEW_FIELDS)]) {
+        Err(httparse::Error::TooManyHeaders) if max > FEW_FIELDS => scan_head_many(buf, cfg, max),
+        parsed => check_head(buf, cfg, &req, parsed),
     }
+}
+
+/// [`scan_head`] again with room for `max` fields (more than [`FEW_FIELDS`]). Apart:
+/// its slots would make every scan's stack frame 4 KiB larger.
+#[inline(never)]
+fn scan_head_many(buf: &[u8], cfg: &Config, max: usize) -> Result<Scanned, HttpError> {
+    let mut many = [const { MaybeUninit::uninit() }; MAX_HEADERS_CAP];
+    let mut req = httparse::Request::new(&mut []);
+    let parsed = req.parse_with_uninit_headers(buf, &mut many[..max]);
+    check_head(buf, cfg, &req, parsed)
+}
+
+/// Our checks of what httparse made of `buf` (`parsed`, `req`).
+#[inline(always)]
+fn check_head(
+    buf: &[u8],
+    cfg: &Config,
+    req: &httparse::Request<'_, '_>,
+    parsed: httparse::Result<usize>,
+) -> Result<Scanned, HttpError> {
     let len = match parsed {
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) => return partial(buf, cfg),
@@ -464,14 +481,117 @@ pub fn scan_head(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
     }
     let path_len = if target[0] == b'/' {
         match origin_path_len(&buf[target_start..len], target.len()) {
-            Some(n) => Some(n),
+            Some(n) => n as u32,
             None => return Err(HttpError::bad("invalid target")),
         }
     } else {
-        check_other_target(method, target)?
+        check_other_target(method, target)?.map_or(u32::MAX, |n| n as u32)
     };
     let fields = &*req.headers;
+    // Every field is part of the head: in a head within the field limits, none is over
+    // them, and their sizes need no look.
+    let sizes = len > cfg.max_field_size || len >= MAX_NAME;
+    // The common head names no field the server reads but `Host`: the others (framing,
+    // the connection's fate, expectations) are looked at only where one is named.
+    let facts = match count_hosts(fields, sizes, cfg)? {
+        Some(hosts) => {
+            check_hosts(version, hosts)?;
+            FieldFacts {
+                body: BodyKind::None,
+                keep_alive: version == Version::HTTP_11,
+                expect_continue: false,
+            }
+        }
+        None => field_facts(fields, version, cfg)?,
+    };
+    Ok(Scanned::Complete(RawHead {
+        len,
+        method_start: method_start as u32,
+        method_len: method.len() as u16,
+        target_start: target_start as u32,
+        target_len: target.len() as u32,
+        path_len,
+        fields_start: line_len as u32,
+        fields: fields.len() as u16,
+        version,
+        body: facts.body,
+        keep_alive: facts.keep_alive,
+        expect_continue: facts.expect_continue,
+        is_head: method == b"HEAD",
+    }))
+}
 
+/// What the fields of a head decide besides `Host`.
+#[derive(Debug, PartialEq, Eq)]
+struct FieldFacts {
+    body: BodyKind,
+    keep_alive: bool,
+    expect_continue: bool,
+}
+
+/// 431 for a field longer than the limit (or than a `HeaderName` can be).
+#[inline(always)]
+fn check_field_size(f: &httparse::Header<'_>, cfg: &Config) -> Result<(), HttpError> {
+    let name = f.name.len();
+    if name + f.value.len() > cfg.max_field_size || name >= MAX_NAME {
+        return Err(HttpError::new(
+            ErrorClass::HeaderTooLarge,
+            "field too large",
+        ));
+    }
+    Ok(())
+}
+
+/// The `Host` fields of an HTTP/1.1 request: exactly one; of an HTTP/1.0 one, at most one.
+#[inline(always)]
+fn check_hosts(version: Version, hosts: u32) -> Result<(), HttpError> {
+    if version == Version::HTTP_11 && hosts != 1 {
+        return Err(HttpError::bad("HTTP/1.1 needs exactly one Host"));
+    }
+    if hosts > 1 {
+        return Err(HttpError::bad("duplicate Host"));
+    }
+    Ok(())
+}
+
+/// How many fields are `Host`, if none is one of the other four the server reads
+/// (`Content-Length`, `Transfer-Encoding`, `Connection`, `Expect`): `None` at the
+/// first that is ([`field_facts`] then reads them all). With `sizes`, sizes are checked
+/// in order on the way, as [`field_facts`] checks them, so the first fault found is the
+/// same.
+#[inline(always)]
+fn count_hosts(
+    fields: &[httparse::Header<'_>],
+    sizes: bool,
+    cfg: &Config,
+) -> Result<Option<u32>, HttpError> {
+    let mut hosts = 0u32;
+    for f in fields {
+        if sizes {
+            check_field_size(f, cfg)?;
+        }
+        let name = f.name.as_bytes();
+        // The length picks the one name to compare with.
+        match name.len() {
+            4 if is_host(name) => hosts += 1,
+            14 if name.eq_ignore_ascii_case(b"content-length") => return Ok(None),
+            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => return Ok(None),
+            10 if name.eq_ignore_ascii_case(b"connection") => return Ok(None),
+            6 if name.eq_ignore_ascii_case(b"expect") => return Ok(None),
+            _ => {}
+        }
+    }
+    Ok(Some(hosts))
+}
+
+/// Reads the five fields that decide framing, the connection's fate and expectations
+/// (`Host`, `Content-Length`, `Transfer-Encoding`, `Connection`, `Expect`).
+#[inline(never)]
+fn field_facts(
+    fields: &[httparse::Header<'_>],
+    version: Version,
+    cfg: &Config,
+) -> Result<FieldFacts, HttpError> {
     let mut hosts = 0u32;
     let mut lengths = 0u32;
     let mut length: &[u8] = &[];
@@ -479,18 +599,11 @@ pub fn scan_head(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
     let mut close = false;
     let mut keep_alive_token = false;
     let mut expect_continue = false;
-    for f in fields.iter() {
+    for f in fields {
+        check_field_size(f, cfg)?;
         let name = f.name.as_bytes();
-        if name.len() + f.value.len() > cfg.max_field_size || name.len() >= MAX_NAME {
-            return Err(HttpError::new(
-                ErrorClass::HeaderTooLarge,
-                "field too large",
-            ));
-        }
         // Only five names matter here; the length picks the one to compare with.
         match name.len() {
-            // A 4-byte token is `host` in any case when its bytes with the 0x20 bit
-            // set are (only the letters H, O, S, T map to h, o, s, t so).
             4 if is_host(name) => hosts += 1,
             14 if name.eq_ignore_ascii_case(b"content-length") => {
                 lengths += 1;
@@ -526,12 +639,7 @@ pub fn scan_head(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
             _ => {}
         }
     }
-    if version == Version::HTTP_11 && hosts != 1 {
-        return Err(HttpError::bad("HTTP/1.1 needs exactly one Host"));
-    }
-    if hosts > 1 {
-        return Err(HttpError::bad("duplicate Host"));
-    }
+    check_hosts(version, hosts)?;
     let body = match (lengths, &codings) {
         (0, None) => BodyKind::None,
         (0, Some(c)) => body_kind(version, &[], Some(c))?,
@@ -543,21 +651,11 @@ pub fn scan_head(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
         Version::HTTP_11 => !close,
         _ => keep_alive_token && !close,
     };
-    Ok(Scanned::Complete(RawHead {
-        len,
-        method_start: method_start as u32,
-        method_len: method.len() as u16,
-        target_start: target_start as u32,
-        target_len: target.len() as u32,
-        path_len: path_len.map_or(u32::MAX, |n| n as u32),
-        fields_start: line_len as u32,
-        fields: fields.len() as u16,
-        version,
+    Ok(FieldFacts {
         body,
         keep_alive,
         expect_continue,
-        is_head: method == b"HEAD",
-    }))
+    })
 }
 
 /// More bytes are needed, unless the head is already over a limit.
@@ -677,6 +775,20 @@ impl HeadGate {
     /// Forgets the head (it parsed, or failed).
     pub fn reset(&mut self) {
         *self = HeadGate::default();
+    }
+
+    /// Whether a head was found unfinished since the last [`reset`](Self::reset) (before
+    /// that, [`should_parse`](Self::should_parse) always says yes).
+    pub(crate) fn is_waiting(&self) -> bool {
+        self.attempted != 0
+    }
+
+    /// Notes that the head in the first `n` bytes was parsed and found unfinished: what
+    /// [`should_parse`](Self::should_parse) notes itself at the first look (a decoder
+    /// that parses at the first look without asking calls this instead).
+    pub(crate) fn unfinished(&mut self, n: usize) {
+        self.attempted = n.max(1);
+        self.scanned = n;
     }
 }
 
@@ -884,6 +996,117 @@ mod tests {
         assert_eq!(names, ["host", "content-length", "connection", "accept"]);
         assert_eq!(req.headers()[HOST], "h");
         assert_eq!(req.headers()[CONTENT_LENGTH], "0");
+    }
+
+    /// A head that names no field the server reads but `Host` gets from the short
+    /// path (`count_hosts`) what the full reading (`field_facts`) gives it: the same
+    /// facts, or the same first fault; one that names any of the others goes the full
+    /// way.
+    #[test]
+    fn the_short_path_agrees_with_the_full_reading() {
+        let small = Config {
+            max_field_size: 24,
+            ..Config::default()
+        };
+        let sets: [&[(&str, &str)]; 9] = [
+            &[],
+            &[("Host", "a")],
+            &[("host", "a"), ("Accept", "*/*"), ("User-Agent", "x")],
+            &[("Host", "a"), ("HOST", "b")],
+            &[("Accept", "*/*")],
+            &[
+                ("If-Modified-Since", "x"),
+                ("Content-Language", "y"),
+                ("Host", "h"),
+            ],
+            &[
+                ("Host", "a"),
+                ("X-Long", "a value longer than the small limit"),
+            ],
+            &[
+                ("X-Long", "a value longer than the small limit"),
+                ("Host", "a"),
+                ("Host", "b"),
+            ],
+            &[
+                ("Expecu", "1"),
+                ("Connectiom", "close"),
+                ("Content-Lengtx", "5"),
+                ("Host", "h"),
+            ],
+        ];
+        for cfg in [Config::default(), small] {
+            for fields in sets {
+                let headers: Vec<httparse::Header<'_>> = fields
+                    .iter()
+                    .map(|(n, v)| httparse::Header {
+                        name: n,
+                        value: v.as_bytes(),
+                    })
+                    .collect();
+                for version in [Version::HTTP_10, Version::HTTP_11] {
+                    let short = count_hosts(&headers, true, &cfg).map(|hosts| {
+                        let hosts = hosts.expect("no framing names");
+                        check_hosts(version, hosts).map(|()| FieldFacts {
+                            body: BodyKind::None,
+                            keep_alive: version == Version::HTTP_11,
+                            expect_continue: false,
+                        })
+                    });
+                    let short = short.and_then(|facts| facts);
+                    let full = field_facts(&headers, version, &cfg);
+                    assert_eq!(short, full, "{fields:?} {version:?}");
+                }
+            }
+        }
+        for name in [
+            "Content-Length",
+            "transfer-encoding",
+            "CONNECTION",
+            "expect",
+        ] {
+            let headers = [
+                httparse::Header {
+                    name: "Host",
+                    value: b"h",
+                },
+                httparse::Header { name, value: b"0" },
+            ];
+            assert_eq!(
+                count_hosts(&headers, true, &Config::default()),
+                Ok(None),
+                "{name}"
+            );
+        }
+    }
+
+    /// A field at the size limit passes and one a byte over it is refused (431),
+    /// whatever the limit (heads shorter than it are not looked at field by field).
+    #[test]
+    fn field_sizes_hold_at_every_limit() {
+        for limit in [8, 20, 45, 60, 200] {
+            let cfg = Config {
+                max_field_size: limit,
+                ..Config::default()
+            };
+            for size in limit - 2..=limit + 1 {
+                // `X-A` and its value: `size` bytes.
+                let b = format!(
+                    "GET / HTTP/1.1\r\nHost: h\r\nX-A: {}\r\n\r\n",
+                    "v".repeat(size - 3)
+                );
+                let got = scan_head(b.as_bytes(), &cfg).map(|s| matches!(s, Scanned::Complete(_)));
+                if size <= limit {
+                    assert_eq!(got, Ok(true), "{limit} {size}");
+                } else {
+                    assert_eq!(
+                        got.map_err(|e| e.class),
+                        Err(ErrorClass::HeaderTooLarge),
+                        "{limit} {size}"
+                    );
+                }
+            }
+        }
     }
 
     /// Every target form makes the `Uri` that `Uri::try_from` makes of it.
