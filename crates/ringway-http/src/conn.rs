@@ -172,63 +172,89 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         let mut head_since = coarse_now();
         loop {
             let mut close = false;
-            loop {
-                let input = self.input.bytes();
+            // The requests received are served from one view of the input, and what
+            // they used is consumed once, when the batch ends (a request per receive at
+            // low load, many pipelined ones at high load).
+            let mut batch = self.input.bytes();
+            let mut used = 0;
+            // Whether the input is empty once the batch is served.
+            let empty = loop {
+                let input = &batch[used..];
                 if input.is_empty() {
-                    break;
+                    break true;
                 }
-                let available = input.len();
                 match self.decoder.decode(input, &self.shared.cfg) {
                     Err(e) => {
                         self.refuse(&e);
                         close = true;
-                        break;
+                        break false;
                     }
-                    Ok((_, Event::NeedMore)) => break,
+                    Ok((_, Event::NeedMore)) => break false,
                     Ok((_, Event::Head(raw))) => {
                         head_since = NO_HEAD;
-                        let (info, whole) = self.prepare(&raw, available);
+                        self.served += 1;
+                        let (info, whole) =
+                            prepare(&raw, input.len(), self.served, &self.shared, &self.watch);
                         let step = match whole {
                             // The common case, right here (no nested future): the
                             // handler on a view of the head and body where they lie in
-                            // the input (consumed after logging).
+                            // the input.
                             Some(n) => {
-                                let bytes = self.input.bytes();
                                 if n > 0
                                     && !whole_body(
                                         &mut self.decoder,
-                                        &bytes[raw.len..],
+                                        &input[raw.len..],
                                         n,
                                         &self.shared,
                                     )
                                 {
                                     return false;
                                 }
-                                let body = ViewBody::Whole(&bytes[raw.len..raw.len + n]);
-                                let view = RequestView::new(bytes, &raw, body);
+                                let body = ViewBody::Whole(&input[raw.len..raw.len + n]);
+                                let view = RequestView::new(input, &raw, body);
                                 let out = self.out.get_or_insert_with(PooledBuf::take);
                                 let res = Responder::new(out, info, self.watch.response_context());
-                                let mut written = self.handler.call(view, res).await;
-                                let sent = match written.pending.take() {
-                                    None => written.body_len,
+                                // Taken apart at once: only what the log and the next
+                                // step need is kept while a body streams.
+                                let Written {
+                                    status,
+                                    body_len,
+                                    close,
+                                    pending,
+                                } = self.handler.call(view, res).await;
+                                let sent = match pending {
+                                    None => body_len,
                                     // Rare and large (splice, streamed chunks): boxed, so
                                     // that the state every connection carries while idle
                                     // stays small.
-                                    Some(p) => match Box::pin(self.send_stream(p)).await {
-                                        Some(sent) => sent,
-                                        None => return false,
-                                    },
+                                    Some(p) => {
+                                        let sent = match Box::pin(self.send_stream(p)).await {
+                                            Some(sent) => sent,
+                                            None => return false,
+                                        };
+                                        // (Looked at again: sending does not touch it.)
+                                        batch = self.input.bytes();
+                                        sent
+                                    }
                                 };
-                                self.finish(&raw, &written, sent, None, raw.len + n)
+                                let step = self.finish(&raw, status, close, sent, &batch[used..]);
+                                used += raw.len + n;
+                                step
                             }
-                            // Rare and large: boxed, as above.
-                            None => Box::pin(self.exchange_streamed(&raw, info)).await,
+                            // Rare and large: boxed, as above. It reads the input itself.
+                            None => {
+                                self.input.consume(used);
+                                used = 0;
+                                let step = Box::pin(self.exchange_streamed(&raw, info)).await;
+                                batch = self.input.bytes();
+                                step
+                            }
                         };
                         match step {
                             Step::Next => {}
                             Step::Close => {
                                 close = true;
-                                break;
+                                break false;
                             }
                             Step::Abort => return false,
                         }
@@ -237,7 +263,9 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                     // requests.
                     Ok((_, Event::Data(..) | Event::BodyEnd)) => return false,
                 }
-            }
+            };
+            // (A pool buffer consumed to its end goes back to the ring here.)
+            self.input.consume(used);
             // One reading of the clock for the send's deadline and the wait's.
             let now = coarse_now();
             // The batch's send: started right here when nothing is in flight (no
@@ -260,7 +288,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             if close {
                 return true;
             }
-            let empty = self.input.is_empty();
+            debug_assert_eq!(empty, self.input.is_empty());
             let idle = empty && head_since == NO_HEAD;
             if empty && self.watch.is_down() {
                 return true;
@@ -345,27 +373,6 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         }
     }
 
-    /// Counts the request whose head is at the start of the input (`available` bytes)
-    /// and decides what shapes its response; the length of its body if the body is
-    /// already whole in the input (`Some(0)` without one).
-    fn prepare(&mut self, raw: &RawHead, available: usize) -> (ReqInfo, Option<usize>) {
-        self.served += 1;
-        let keep_alive = raw.keep_alive
-            && self.served < self.shared.cfg.max_requests_per_connection
-            && !self.watch.is_down();
-        let info = ReqInfo {
-            head: raw.is_head,
-            version: raw.version,
-            close: !keep_alive,
-        };
-        let whole = match raw.body {
-            BodyKind::None => Some(0),
-            BodyKind::Length(n) if (available - raw.len) as u64 >= n => Some(n as usize),
-            _ => None,
-        };
-        (info, whole)
-    }
-
     /// Answers a request whose body must be read as it arrives (see `serve` for the
     /// others): runs the handler with the body streamed to it, appends the response.
     async fn exchange_streamed(&mut self, raw: &RawHead, info: ReqInfo) -> Step {
@@ -380,23 +387,15 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                 None => return Step::Abort,
             }
         }
-        self.finish(raw, &written, sent, Some(&head), 0)
+        self.finish(raw, written.status, written.close, sent, &head)
     }
 
-    /// After a response was written (its body, `sent` bytes, too): counts and logs the
-    /// exchange and consumes the request's `consume` bytes of input. `head` is where the
-    /// head is if it is no longer at the start of the input.
-    fn finish(
-        &mut self,
-        raw: &RawHead,
-        written: &Written,
-        sent: u64,
-        head: Option<&[u8]>,
-        consume: usize,
-    ) -> Step {
+    /// After a response was written (`status`; its body, `sent` bytes, too; `close` if
+    /// the connection closes after it): counts and logs the exchange. `head` starts with
+    /// the request's head (in the input, or a copy).
+    fn finish(&self, raw: &RawHead, status: u16, close: bool, sent: u64, head: &[u8]) -> Step {
         self.shared.stats.request();
         if let Some(log) = &self.log {
-            let head = head.unwrap_or_else(|| self.input.bytes());
             // SAFETY: `head` starts with the bytes `raw` was scanned from.
             let req = unsafe {
                 (
@@ -405,12 +404,9 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                     raw.version,
                 )
             };
-            log.core.line(&log.host, Some(req), written.status, sent);
+            log.core.line(&log.host, Some(req), status, sent);
         }
-        if consume > 0 {
-            self.input.consume(consume);
-        }
-        if written.close {
+        if close {
             Step::Close
         } else {
             Step::Next
@@ -573,11 +569,11 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
     }
 
     /// Streams a body after its head; returns the body bytes sent, `None` on failure.
-    async fn send_stream(&mut self, p: PendingBody) -> Option<u64> {
+    async fn send_stream(&mut self, p: Box<PendingBody>) -> Option<u64> {
         let PendingBody {
             mut stream,
             framing,
-        } = p;
+        } = *p;
         if let StreamFraming::Length(n) = framing {
             let big = self.shared.cfg.splice_min.is_some_and(|min| n >= min);
             if let (true, Some(sock)) = (big, self.t.splice_target()) {
@@ -739,6 +735,33 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         }
         self.input.clear();
     }
+}
+
+/// What shapes the response to the request whose head `raw` is at the start of the
+/// input (`available` bytes), the connection's `served`th; and the length of its body
+/// if the body is already whole in the input (`Some(0)` without one). (Not a method:
+/// the serve loop holds the input borrowed meanwhile.)
+#[inline]
+fn prepare(
+    raw: &RawHead,
+    available: usize,
+    served: u64,
+    shared: &ServerState,
+    watch: &Watch,
+) -> (ReqInfo, Option<usize>) {
+    let keep_alive =
+        raw.keep_alive && served < shared.cfg.max_requests_per_connection && !watch.is_down();
+    let info = ReqInfo {
+        head: raw.is_head,
+        version: raw.version,
+        close: !keep_alive,
+    };
+    let whole = match raw.body {
+        BodyKind::None => Some(0),
+        BodyKind::Length(n) if (available - raw.len) as u64 >= n => Some(n as usize),
+        _ => None,
+    };
+    (info, whole)
 }
 
 /// Runs a body that is whole in `body` (`n` bytes) through the decoder, which ends it.
