@@ -163,7 +163,11 @@ impl Uring {
     /// (its buffer, its socket's record) is kept until its CQE, apart from the op table.
     /// Returns its id, for `close_after`.
     #[inline]
-    pub(crate) fn start_background<H: Held>(&mut self, send: &SendAll, held: H) -> OpId {
+    pub(crate) fn start_background<H: Held>(
+        &mut self,
+        send: &SendAll,
+        held: impl FnOnce() -> H,
+    ) -> OpId {
         let id = self.background.insert(held);
         let sqe = send.entry().user_data(id.to_user_data());
         self.push(sqe);
