@@ -1,15 +1,23 @@
 //! Static files: GET/HEAD under one root directory, with MIME types, `ETag` and
 //! `Last-Modified` (304 on `If-None-Match`/`If-Modified-Since`), single `Range`
 //! requests (206, 416), and traversal refused (no `..`, no escaping symlinks).
-//! Files are read through the runtime (io_uring reads at offsets) in 64 KiB chunks.
+//!
+//! Files are kept open per core with their validators built (see `cache.rs`), and
+//! re-checked against the file system once per [`StaticFiles::revalidate_after`]
+//! period (1 s unless set). Small files are sent from memory; larger ones are read
+//! through the runtime (io_uring reads at offsets) in 64 KiB chunks, or spliced.
+
+mod cache;
 
 use std::future::Future;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::UNIX_EPOCH;
+use std::time::{Duration, UNIX_EPOCH};
 
 use bytes::Bytes;
 use http::{header, HeaderValue, Method, Request, Response, StatusCode};
@@ -18,18 +26,35 @@ use ringway::fs::File;
 use crate::body::{Body, BodyStream};
 use crate::date::format_imf;
 use crate::mime::content_type;
+use cache::{Identity, Lookup, OpenFile};
 
 const CHUNK: usize = 64 * 1024;
 
+/// How long a resolved, opened file is served without looking at the file system again.
+const DEFAULT_REVALIDATE: Duration = Duration::from_secs(1);
+
 /// A handler for the files under one directory.
+///
+/// Clones share one configuration and one count of opened files; each core keeps its
+/// own open files (see [`revalidate_after`](StaticFiles::revalidate_after)).
 #[derive(Debug, Clone)]
 pub struct StaticFiles {
-    root: Arc<PathBuf>,
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    root: PathBuf,
+    /// Numbers this handler's entries in the per-core caches.
+    id: u64,
+    revalidate: Duration,
+    opened: AtomicU64,
 }
 
 impl StaticFiles {
     /// Serves `dir` (which must exist).
     pub fn new(dir: impl AsRef<Path>) -> io::Result<StaticFiles> {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         let root = std::fs::canonicalize(dir.as_ref())?;
         if !root.is_dir() {
             return Err(io::Error::other(format!(
@@ -38,8 +63,37 @@ impl StaticFiles {
             )));
         }
         Ok(StaticFiles {
-            root: Arc::new(root),
+            shared: Arc::new(Shared {
+                root,
+                id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                revalidate: DEFAULT_REVALIDATE,
+                opened: AtomicU64::new(0),
+            }),
         })
+    }
+
+    /// How long a file, once resolved and opened, is served without looking at the
+    /// file system again (default 1 s). Within it, a file changed, replaced or removed
+    /// is still served as it was when last checked, from the descriptor kept open;
+    /// after it, the path is resolved and `stat`ed again and the file reopened if it is
+    /// not the same. `Duration::ZERO` keeps nothing: every request resolves, opens and
+    /// reads its file.
+    pub fn revalidate_after(self, period: Duration) -> StaticFiles {
+        let s = &self.shared;
+        StaticFiles {
+            shared: Arc::new(Shared {
+                root: s.root.clone(),
+                id: s.id,
+                revalidate: period,
+                opened: AtomicU64::new(s.opened.load(Ordering::Relaxed)),
+            }),
+        }
+    }
+
+    /// How many times a file was opened, by every core: one per request with no
+    /// period, else one per file per core and per change seen.
+    pub fn opened(&self) -> u64 {
+        self.shared.opened.load(Ordering::Relaxed)
     }
 
     /// Answers one request.
@@ -50,21 +104,99 @@ impl StaticFiles {
                 .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
             return r;
         }
-        let Some(path) = self.resolve(req.uri().path()) else {
-            return status(StatusCode::NOT_FOUND);
+        let file = match self.open(req.uri().path()).await {
+            Ok(f) => f,
+            Err(e) => return error_status(&e),
         };
-        match self.respond(req, &path).await {
+        match respond(req, file) {
             Ok(r) => r,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => status(StatusCode::NOT_FOUND),
-            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => status(StatusCode::FORBIDDEN),
-            Err(_) => status(StatusCode::INTERNAL_SERVER_ERROR),
+            Err(e) => error_status(&e),
         }
+    }
+
+    /// The open file for a request path: the core's kept one while it is fresh, else
+    /// resolved, checked and (if it changed) opened again.
+    async fn open(&self, raw: &str) -> io::Result<Rc<OpenFile>> {
+        let s = &*self.shared;
+        let now = ringway::time::now();
+        let kept = match cache::lookup(s.id, raw, now, s.revalidate) {
+            Lookup::Fresh(f) => return Ok(f),
+            Lookup::Stale(kept) => kept,
+        };
+        let found = self
+            .resolve(raw)
+            .ok_or(io::Error::from(io::ErrorKind::NotFound));
+        let found = found.and_then(|path| {
+            let meta = std::fs::metadata(&path)?;
+            if meta.is_file() {
+                Ok((path, Identity::of(&meta)))
+            } else {
+                Err(io::ErrorKind::NotFound.into())
+            }
+        });
+        let (path, identity) = match found {
+            Ok(v) => v,
+            Err(e) => {
+                if kept.is_some() {
+                    cache::remove(s.id, raw);
+                }
+                return Err(e);
+            }
+        };
+        if let Some(f) = kept.filter(|f| f.identity == identity && f.path == path) {
+            cache::touch(s.id, raw, now);
+            return Ok(f);
+        }
+        let f = Rc::new(self.open_file(path).await?);
+        if !s.revalidate.is_zero() {
+            cache::insert(s.id, raw, f.clone(), now, s.revalidate);
+        }
+        Ok(f)
+    }
+
+    /// Opens `path` and builds what its responses need from the open file's own
+    /// metadata (the path may have been replaced since it was resolved).
+    async fn open_file(&self, path: PathBuf) -> io::Result<OpenFile> {
+        let file = File::open(&path).await?;
+        self.shared.opened.fetch_add(1, Ordering::Relaxed);
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        let len = meta.len();
+        let mtime = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .unwrap_or_default();
+        let etag = format!("\"{:x}-{:x}\"", len, mtime.as_nanos());
+        let keep = !self.shared.revalidate.is_zero()
+            && len <= cache::SMALL_FILE
+            && cache::contents_fit(len);
+        let contents = if keep {
+            read_whole(&file, len).await
+        } else {
+            None
+        };
+        Ok(OpenFile {
+            identity: Identity::of(&meta),
+            len,
+            mtime_secs: mtime.as_secs(),
+            etag: HeaderValue::from_str(&etag).map_err(io::Error::other)?,
+            last_modified: HeaderValue::from_bytes(&format_imf(mtime.as_secs()))
+                .map_err(io::Error::other)?,
+            content_type: HeaderValue::from_static(content_type(&path.to_string_lossy())),
+            contents,
+            file,
+            path,
+        })
     }
 
     /// Maps a request path to a file under the root, or `None` if it would leave it.
     fn resolve(&self, raw: &str) -> Option<PathBuf> {
+        let root = &self.shared.root;
         let decoded = percent_decode(raw)?;
-        let mut p = PathBuf::from(&*self.root);
+        let mut p = root.clone();
         for c in Path::new(&decoded).components() {
             match c {
                 Component::RootDir => {}
@@ -78,7 +210,7 @@ impl StaticFiles {
         }
         let mut real = std::fs::canonicalize(&p).ok()?;
         // A symlink may point outside: the real path must stay under the root.
-        if !real.starts_with(&*self.root) {
+        if !real.starts_with(root) {
             return None;
         }
         if real.is_dir() {
@@ -86,77 +218,89 @@ impl StaticFiles {
         }
         Some(real)
     }
+}
 
-    async fn respond<B>(&self, req: &Request<B>, path: &Path) -> io::Result<Response<Body>> {
-        let file = File::open(path).await?;
-        let meta = file.metadata()?;
-        if !meta.is_file() {
-            return Err(io::ErrorKind::NotFound.into());
+/// The whole of a small file, or `None` if it did not read back at the length its
+/// metadata gave (it changed meanwhile: it is then read per request).
+async fn read_whole(file: &File, len: u64) -> Option<Bytes> {
+    let mut buf = Vec::with_capacity(len as usize);
+    while (buf.len() as u64) < len {
+        let at = buf.len() as u64;
+        let (r, b) = file.read_at(buf, at).await;
+        buf = b;
+        match r {
+            Ok(0) | Err(_) => return None,
+            Ok(_) => {}
         }
-        let len = meta.len();
-        let mtime = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .unwrap_or_default();
-        let etag = format!("\"{:x}-{:x}\"", len, mtime.as_nanos());
-        let last_modified = format_imf(mtime.as_secs());
-        let mut r = Response::builder()
-            .header(header::ETAG, &etag)
-            .header(header::LAST_MODIFIED, &last_modified[..])
-            .header(header::ACCEPT_RANGES, "bytes");
-        let h = req.headers();
-        let not_modified = match h.get(header::IF_NONE_MATCH) {
-            Some(v) => v
-                .as_bytes()
-                .split(|&b| b == b',')
-                .map(crate::token::trim_ows)
-                .any(|t| {
-                    t == b"*"
-                        || t == etag.as_bytes()
-                        || t.strip_prefix(b"W/") == Some(etag.as_bytes())
-                }),
-            None => h
-                .get(header::IF_MODIFIED_SINCE)
-                .and_then(|v| parse_imf(v.as_bytes()))
-                .is_some_and(|since| mtime.as_secs() <= since),
-        };
-        if not_modified {
+    }
+    (buf.len() as u64 == len).then(|| Bytes::from(buf))
+}
+
+/// The response for `file`: 200, 206, 304 or 416, per the request's conditions.
+fn respond<B>(req: &Request<B>, file: Rc<OpenFile>) -> io::Result<Response<Body>> {
+    let len = file.len;
+    let mut r = Response::builder()
+        .header(header::ETAG, file.etag.clone())
+        .header(header::LAST_MODIFIED, file.last_modified.clone())
+        .header(header::ACCEPT_RANGES, "bytes");
+    let h = req.headers();
+    let etag = file.etag.as_bytes();
+    let not_modified = match h.get(header::IF_NONE_MATCH) {
+        Some(v) => v
+            .as_bytes()
+            .split(|&b| b == b',')
+            .map(crate::token::trim_ows)
+            .any(|t| t == b"*" || t == etag || t.strip_prefix(b"W/") == Some(etag)),
+        None => h
+            .get(header::IF_MODIFIED_SINCE)
+            .and_then(|v| parse_imf(v.as_bytes()))
+            .is_some_and(|since| file.mtime_secs <= since),
+    };
+    if not_modified {
+        return r
+            .status(StatusCode::NOT_MODIFIED)
+            .body(Body::empty())
+            .map_err(io::Error::other);
+    }
+    r = r.header(header::CONTENT_TYPE, file.content_type.clone());
+    let if_range_ok = h.get(header::IF_RANGE).map_or(true, |v| {
+        v.as_bytes() == etag || v.as_bytes() == file.last_modified.as_bytes()
+    });
+    let range = match h.get(header::RANGE) {
+        Some(v) if if_range_ok => parse_range(v.as_bytes(), len),
+        _ => RangeReq::Full,
+    };
+    let (start, end) = match range {
+        RangeReq::Full => (0, len),
+        RangeReq::Unsatisfiable => {
             return r
-                .status(StatusCode::NOT_MODIFIED)
+                .status(StatusCode::RANGE_NOT_SATISFIABLE)
+                .header(header::CONTENT_RANGE, format!("bytes */{len}"))
                 .body(Body::empty())
                 .map_err(io::Error::other);
         }
-        r = r.header(header::CONTENT_TYPE, content_type(&path.to_string_lossy()));
-        let if_range_ok = h.get(header::IF_RANGE).map_or(true, |v| {
-            v.as_bytes() == etag.as_bytes() || v.as_bytes() == &last_modified[..]
-        });
-        let range = match h.get(header::RANGE) {
-            Some(v) if if_range_ok => parse_range(v.as_bytes(), len),
-            _ => RangeReq::Full,
-        };
-        let (start, end) = match range {
-            RangeReq::Full => (0, len),
-            RangeReq::Unsatisfiable => {
-                return r
-                    .status(StatusCode::RANGE_NOT_SATISFIABLE)
-                    .header(header::CONTENT_RANGE, format!("bytes */{len}"))
-                    .body(Body::empty())
-                    .map_err(io::Error::other);
-            }
-            RangeReq::Part(s, e) => {
-                r = r
-                    .status(StatusCode::PARTIAL_CONTENT)
-                    .header(header::CONTENT_RANGE, format!("bytes {s}-{}/{len}", e - 1));
-                (s, e)
-            }
-        };
-        let body = if req.method() == Method::HEAD {
-            Body::from_fn(Some(end - start), |_| Poll::Ready(None))
-        } else {
-            Body::from_stream(Some(end - start), FileStream::new(file, start, end))
-        };
-        r.body(body).map_err(io::Error::other)
+        RangeReq::Part(s, e) => {
+            r = r
+                .status(StatusCode::PARTIAL_CONTENT)
+                .header(header::CONTENT_RANGE, format!("bytes {s}-{}/{len}", e - 1));
+            (s, e)
+        }
+    };
+    let body = if req.method() == Method::HEAD {
+        Body::from_fn(Some(end - start), |_| Poll::Ready(None))
+    } else if let Some(all) = &file.contents {
+        Body::from(all.slice(start as usize..end as usize))
+    } else {
+        Body::from_stream(Some(end - start), FileStream::new(file, start, end))
+    };
+    r.body(body).map_err(io::Error::other)
+}
+
+fn error_status(e: &io::Error) -> Response<Body> {
+    match e.kind() {
+        io::ErrorKind::NotFound => status(StatusCode::NOT_FOUND),
+        io::ErrorKind::PermissionDenied => status(StatusCode::FORBIDDEN),
+        _ => status(StatusCode::INTERNAL_SERVER_ERROR),
     }
 }
 
@@ -283,14 +427,14 @@ type ReadFut = ringway::net::ReadFuture<Vec<u8>>;
 
 /// A file range read in chunks through the runtime.
 struct FileStream {
-    file: File,
+    file: Rc<OpenFile>,
     pos: u64,
     end: u64,
     reading: Option<Pin<Box<ReadFut>>>,
 }
 
 impl FileStream {
-    fn new(file: File, pos: u64, end: u64) -> Self {
+    fn new(file: Rc<OpenFile>, pos: u64, end: u64) -> Self {
         FileStream {
             file,
             pos,
@@ -312,7 +456,7 @@ impl BodyStream for FileStream {
         if this.reading.is_none() {
             let want = (this.end - this.pos).min(CHUNK as u64) as usize;
             this.reading = Some(Box::pin(
-                this.file.read_at(Vec::with_capacity(want), this.pos),
+                this.file.file.read_at(Vec::with_capacity(want), this.pos),
             ));
         }
         let fut = this.reading.as_mut().expect("read in flight");
@@ -335,7 +479,7 @@ impl BodyStream for FileStream {
         // Not once a read is under way: its bytes would be sent twice.
         self.reading
             .is_none()
-            .then_some((&self.file, self.pos, self.end))
+            .then_some((&self.file.file, self.pos, self.end))
     }
 }
 

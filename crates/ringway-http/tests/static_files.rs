@@ -148,3 +148,110 @@ fn large_files_are_spliced_intact() {
     }
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// Files are kept open per core: requests within the period open nothing, and a file
+/// changed, replaced or removed is seen once the period has passed (both backends).
+#[test]
+fn kept_files_are_opened_once_and_revalidated() {
+    use ringway_http::files::StaticFiles;
+    let period = Duration::from_millis(200);
+    // Longer than the period since the last check, whatever the host's timer slack.
+    let after_period = || std::thread::sleep(period * 2);
+    for backend in [ringway::Backend::Uring, ringway::Backend::Epoll] {
+        let root =
+            std::env::temp_dir().join(format!("ringway-kept-{}-{backend:?}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("a.txt"), "one").unwrap();
+        let big: Vec<u8> = (0..300_000u32).map(|i| (i % 241) as u8).collect();
+        std::fs::write(root.join("big.bin"), &big).unwrap();
+        let files = StaticFiles::new(&root).unwrap().revalidate_after(period);
+        let server = TestServer::start_files(files.clone(), Default::default(), Some(backend));
+
+        let first = req(&server, "GET /a.txt HTTP/1.1\r\n");
+        let etag = first.header("etag").unwrap().to_vec();
+        for _ in 0..20 {
+            let r = req(&server, "GET /a.txt HTTP/1.1\r\n");
+            assert_eq!((r.status, &r.body[..]), (200, &b"one"[..]));
+            assert_eq!(r.header("etag"), Some(&etag[..]));
+        }
+        // Larger than what is kept in memory: streamed from the kept descriptor.
+        for _ in 0..3 {
+            assert!(req(&server, "GET /big.bin HTTP/1.1\r\n").body == big);
+        }
+        let r = req(&server, "GET /big.bin HTTP/1.1\r\nRange: bytes=10-19\r\n");
+        assert_eq!(r.body, &big[10..20]);
+        assert_eq!(files.opened(), 2, "{backend:?}: one open per file");
+
+        // Changed in place (another length, so another ETag even on a coarse clock).
+        std::fs::write(root.join("a.txt"), "two!").unwrap();
+        after_period();
+        let r = req(&server, "GET /a.txt HTTP/1.1\r\n");
+        assert_eq!(r.body, b"two!", "{backend:?}: change seen after the period");
+        assert_ne!(r.header("etag"), Some(&etag[..]));
+        let r = req(&server, "GET /a.txt HTTP/1.1\r\nRange: bytes=1-2\r\n");
+        assert_eq!((r.status, &r.body[..]), (206, &b"wo"[..]));
+        // Replaced by a rename: the kept descriptor still names the old file.
+        std::fs::write(root.join("a.new"), "three").unwrap();
+        std::fs::rename(root.join("a.new"), root.join("a.txt")).unwrap();
+        after_period();
+        assert_eq!(req(&server, "GET /a.txt HTTP/1.1\r\n").body, b"three");
+        assert_eq!(files.opened(), 4, "{backend:?}: reopened once per change");
+        // Unchanged past the period: checked again, not reopened.
+        after_period();
+        assert_eq!(req(&server, "GET /a.txt HTTP/1.1\r\n").body, b"three");
+        assert_eq!(files.opened(), 4, "{backend:?}: unchanged, not reopened");
+        // Removed.
+        std::fs::remove_file(root.join("a.txt")).unwrap();
+        after_period();
+        assert_eq!(req(&server, "GET /a.txt HTTP/1.1\r\n").status, 404);
+        server.stop();
+
+        // No period: nothing kept, every request opens its file.
+        let files = StaticFiles::new(&root)
+            .unwrap()
+            .revalidate_after(Duration::ZERO);
+        let server = TestServer::start_files(files.clone(), Default::default(), Some(backend));
+        for _ in 0..5 {
+            let r = req(&server, "GET /big.bin HTTP/1.1\r\nRange: bytes=0-9\r\n");
+            assert_eq!(r.body, &big[..10]);
+        }
+        assert_eq!(files.opened(), 5, "{backend:?}: opened per request");
+        server.stop();
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}
+
+/// A core keeps at most 1,024 open files: asked for more, it lets the oldest go
+/// (counted by the process's open descriptors).
+#[test]
+fn kept_files_are_bounded() {
+    let root = std::env::temp_dir().join(format!("ringway-bound-{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    const FILES: usize = 1_100;
+    for i in 0..FILES {
+        std::fs::write(root.join(format!("{i}.txt")), format!("{i}")).unwrap();
+    }
+    let open_fds = || std::fs::read_dir("/proc/self/fd").unwrap().count();
+    let files = ringway_http::files::StaticFiles::new(&root)
+        .unwrap()
+        .revalidate_after(Duration::from_secs(600));
+    let server = TestServer::start_files(files.clone(), Default::default(), None);
+    let before = open_fds();
+    for i in 0..FILES {
+        let r = req(&server, &format!("GET /{i}.txt HTTP/1.1\r\n"));
+        assert_eq!(r.body, format!("{i}").as_bytes());
+    }
+    let kept = open_fds().saturating_sub(before);
+    assert_eq!(files.opened(), FILES as u64);
+    assert!(kept <= 1_024, "{kept} descriptors kept for {FILES} files");
+    assert!(
+        kept >= FILES - 1_024,
+        "the files asked for since the cut are kept"
+    );
+    // The ones still kept are served without opening again.
+    let r = req(&server, &format!("GET /{}.txt HTTP/1.1\r\n", FILES - 1));
+    assert_eq!(r.body, format!("{}", FILES - 1).as_bytes());
+    assert_eq!(files.opened(), FILES as u64);
+    server.stop();
+    let _ = std::fs::remove_dir_all(&root);
+}
