@@ -118,13 +118,8 @@ pub(crate) fn run(args: ServeArgs) -> io::Result<()> {
     let running = if let Some(dir) = args.static_dir.clone() {
         let files = ringway_http::files::StaticFiles::new(dir)?
             .revalidate_after(Duration::from_millis(args.static_revalidate_ms));
-        server.start(&rt, args.bind, move || {
-            let files = files.clone();
-            move |req: Request<Body>| {
-                let files = files.clone();
-                async move { files.serve(&req).await }
-            }
-        })?
+        // The view face: answers written straight into the connection's output.
+        server.start_view(&rt, args.bind, move || files.clone())?
     } else {
         let mode = if args.json {
             Mode::Json

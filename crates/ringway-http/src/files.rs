@@ -7,28 +7,29 @@
 //! period (1 s unless set). Small files are sent from memory; larger ones are read
 //! through the runtime (io_uring reads at offsets) in 64 KiB chunks, or spliced.
 
+mod answer;
 mod cache;
+mod stream;
 
-use std::future::Future;
 use std::io;
 use std::path::{Component, Path, PathBuf};
-use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::{Duration, UNIX_EPOCH};
 
 use bytes::Bytes;
 use http::{header, HeaderValue, Method, Request, Response, StatusCode};
 use ringway::fs::File;
 
-use crate::body::{Body, BodyStream};
+use crate::body::Body;
 use crate::date::format_imf;
+use crate::handler::ViewHandler;
 use crate::mime::content_type;
+use crate::response::{Responder, Written};
+use crate::view::RequestView;
+use answer::Conditions;
 use cache::{Identity, Lookup, OpenFile};
-
-const CHUNK: usize = 64 * 1024;
 
 /// How long a resolved, opened file is served without looking at the file system again.
 const DEFAULT_REVALIDATE: Duration = Duration::from_secs(1);
@@ -96,22 +97,27 @@ impl StaticFiles {
         self.shared.opened.load(Ordering::Relaxed)
     }
 
-    /// Answers one request.
+    /// Answers one request given as `http` types (the [`Handler`](crate::Handler) API).
+    /// Served with [`Server::start_view`](crate::Server::start_view) instead,
+    /// `StaticFiles` is a [`ViewHandler`]: the same answers, written straight into the
+    /// connection's output without building `http` types.
     pub async fn serve<B>(&self, req: &Request<B>) -> Response<Body> {
         if req.method() != Method::GET && req.method() != Method::HEAD {
-            let mut r = status(StatusCode::METHOD_NOT_ALLOWED);
-            r.headers_mut()
-                .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
-            return r;
+            return answer::error_http(StatusCode::METHOD_NOT_ALLOWED);
         }
         let file = match self.open(req.uri().path()).await {
             Ok(f) => f,
-            Err(e) => return error_status(&e),
+            Err(e) => return answer::error_http(answer::error_code(&e)),
         };
-        match respond(req, file) {
-            Ok(r) => r,
-            Err(e) => error_status(&e),
-        }
+        let h = req.headers();
+        let field = |name| h.get(name).map(HeaderValue::as_bytes);
+        let conditions = Conditions {
+            if_none_match: field(header::IF_NONE_MATCH),
+            if_modified_since: field(header::IF_MODIFIED_SINCE),
+            if_range: field(header::IF_RANGE),
+            range: field(header::RANGE),
+        };
+        answer::to_http(&file, answer::plan(&file, &conditions))
     }
 
     /// The open file for a request path: the core's kept one while it is fresh, else
@@ -220,6 +226,25 @@ impl StaticFiles {
     }
 }
 
+impl ViewHandler for StaticFiles {
+    async fn call<'a>(&'a self, req: RequestView<'a>, res: Responder<'a>) -> Written {
+        if !matches!(req.method(), "GET" | "HEAD") {
+            return answer::error_view(res, StatusCode::METHOD_NOT_ALLOWED);
+        }
+        let file = match self.open(req.path()).await {
+            Ok(f) => f,
+            Err(e) => return answer::error_view(res, answer::error_code(&e)),
+        };
+        let conditions = Conditions {
+            if_none_match: req.header("if-none-match"),
+            if_modified_since: req.header("if-modified-since"),
+            if_range: req.header("if-range"),
+            range: req.header("range"),
+        };
+        answer::to_view(res, &file, answer::plan(&file, &conditions))
+    }
+}
+
 /// The whole of a small file, or `None` if it did not read back at the length its
 /// metadata gave (it changed meanwhile: it is then read per request).
 async fn read_whole(file: &File, len: u64) -> Option<Bytes> {
@@ -234,175 +259,6 @@ async fn read_whole(file: &File, len: u64) -> Option<Bytes> {
         }
     }
     (buf.len() as u64 == len).then(|| Bytes::from(buf))
-}
-
-/// The response for `file`: 200, 206, 304 or 416, per the request's conditions.
-fn respond<B>(req: &Request<B>, file: Rc<OpenFile>) -> io::Result<Response<Body>> {
-    let len = file.len;
-    let mut r = Response::builder()
-        .header(header::ETAG, file.etag.clone())
-        .header(header::LAST_MODIFIED, file.last_modified.clone())
-        .header(header::ACCEPT_RANGES, "bytes");
-    let h = req.headers();
-    let etag = file.etag.as_bytes();
-    let not_modified = match h.get(header::IF_NONE_MATCH) {
-        Some(v) => v
-            .as_bytes()
-            .split(|&b| b == b',')
-            .map(crate::token::trim_ows)
-            .any(|t| t == b"*" || t == etag || t.strip_prefix(b"W/") == Some(etag)),
-        None => h
-            .get(header::IF_MODIFIED_SINCE)
-            .and_then(|v| parse_imf(v.as_bytes()))
-            .is_some_and(|since| file.mtime_secs <= since),
-    };
-    if not_modified {
-        return r
-            .status(StatusCode::NOT_MODIFIED)
-            .body(Body::empty())
-            .map_err(io::Error::other);
-    }
-    r = r.header(header::CONTENT_TYPE, file.content_type.clone());
-    let if_range_ok = h.get(header::IF_RANGE).map_or(true, |v| {
-        v.as_bytes() == etag || v.as_bytes() == file.last_modified.as_bytes()
-    });
-    let range = match h.get(header::RANGE) {
-        Some(v) if if_range_ok => parse_range(v.as_bytes(), len),
-        _ => RangeReq::Full,
-    };
-    let (start, end) = match range {
-        RangeReq::Full => (0, len),
-        RangeReq::Unsatisfiable => {
-            return r
-                .status(StatusCode::RANGE_NOT_SATISFIABLE)
-                .header(header::CONTENT_RANGE, format!("bytes */{len}"))
-                .body(Body::empty())
-                .map_err(io::Error::other);
-        }
-        RangeReq::Part(s, e) => {
-            r = r
-                .status(StatusCode::PARTIAL_CONTENT)
-                .header(header::CONTENT_RANGE, format!("bytes {s}-{}/{len}", e - 1));
-            (s, e)
-        }
-    };
-    let body = if req.method() == Method::HEAD {
-        Body::from_fn(Some(end - start), |_| Poll::Ready(None))
-    } else if let Some(all) = &file.contents {
-        Body::from(all.slice(start as usize..end as usize))
-    } else {
-        Body::from_stream(Some(end - start), FileStream::new(file, start, end))
-    };
-    r.body(body).map_err(io::Error::other)
-}
-
-fn error_status(e: &io::Error) -> Response<Body> {
-    match e.kind() {
-        io::ErrorKind::NotFound => status(StatusCode::NOT_FOUND),
-        io::ErrorKind::PermissionDenied => status(StatusCode::FORBIDDEN),
-        _ => status(StatusCode::INTERNAL_SERVER_ERROR),
-    }
-}
-
-fn status(s: StatusCode) -> Response<Body> {
-    let mut r = Response::new(Body::from(format!(
-        "{}\n",
-        s.canonical_reason().unwrap_or("Error")
-    )));
-    *r.status_mut() = s;
-    r
-}
-
-/// The byte range asked for.
-#[derive(Debug, PartialEq, Eq)]
-enum RangeReq {
-    Full,
-    Part(u64, u64),
-    Unsatisfiable,
-}
-
-/// One `bytes=` range; several ranges or a malformed header mean the whole file.
-fn parse_range(v: &[u8], len: u64) -> RangeReq {
-    let Some(spec) = v.strip_prefix(b"bytes=") else {
-        return RangeReq::Full;
-    };
-    if spec.contains(&b',') {
-        return RangeReq::Full;
-    }
-    let spec = crate::token::trim_ows(spec);
-    let Some(dash) = spec.iter().position(|&b| b == b'-') else {
-        return RangeReq::Full;
-    };
-    let num = |s: &[u8]| -> Option<u64> {
-        if s.is_empty() || !s.iter().all(u8::is_ascii_digit) || s.len() > 19 {
-            return None;
-        }
-        std::str::from_utf8(s).ok()?.parse().ok()
-    };
-    let (a, b) = (&spec[..dash], &spec[dash + 1..]);
-    match (a.is_empty(), b.is_empty()) {
-        (true, true) => RangeReq::Full,
-        (true, false) => match num(b) {
-            Some(0) => RangeReq::Unsatisfiable,
-            Some(_) if len == 0 => RangeReq::Unsatisfiable,
-            Some(n) => RangeReq::Part(len.saturating_sub(n), len),
-            None => RangeReq::Full,
-        },
-        (false, _) => {
-            let Some(s) = num(a) else {
-                return RangeReq::Full;
-            };
-            let e = if b.is_empty() {
-                Some(len.saturating_sub(1))
-            } else {
-                num(b)
-            };
-            match e {
-                None => RangeReq::Full,
-                Some(_) if s >= len => RangeReq::Unsatisfiable,
-                Some(e) if e < s => RangeReq::Full,
-                Some(e) => RangeReq::Part(s, e.min(len - 1) + 1),
-            }
-        }
-    }
-}
-
-/// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) to Unix seconds.
-fn parse_imf(v: &[u8]) -> Option<u64> {
-    let s = std::str::from_utf8(v).ok()?;
-    let mut it = s.split(' ');
-    let (_wd, d, mo, y, t, z) = (
-        it.next()?,
-        it.next()?,
-        it.next()?,
-        it.next()?,
-        it.next()?,
-        it.next()?,
-    );
-    if z != "GMT" {
-        return None;
-    }
-    const M: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let mo = M.iter().position(|m| *m == mo)? as i64 + 1;
-    let d: i64 = d.parse().ok()?;
-    let y: i64 = y.parse().ok()?;
-    let mut tp = t.split(':');
-    let (h, mi, se): (i64, i64, i64) = (
-        tp.next()?.parse().ok()?,
-        tp.next()?.parse().ok()?,
-        tp.next()?.parse().ok()?,
-    );
-    // Days from civil (the inverse of date.rs's conversion).
-    let y2 = if mo <= 2 { y - 1 } else { y };
-    let era = y2.div_euclid(400);
-    let yoe = y2 - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    u64::try_from(days * 86_400 + h * 3600 + mi * 60 + se).ok()
 }
 
 /// Percent-decodes a path; `None` if malformed or not UTF-8.
@@ -423,89 +279,9 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-type ReadFut = ringway::net::ReadFuture<Vec<u8>>;
-
-/// A file range read in chunks through the runtime.
-struct FileStream {
-    file: Rc<OpenFile>,
-    pos: u64,
-    end: u64,
-    reading: Option<Pin<Box<ReadFut>>>,
-}
-
-impl FileStream {
-    fn new(file: Rc<OpenFile>, pos: u64, end: u64) -> Self {
-        FileStream {
-            file,
-            pos,
-            end,
-            reading: None,
-        }
-    }
-}
-
-impl BodyStream for FileStream {
-    fn poll_chunk(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<io::Result<Bytes>>> {
-        let this = &mut *self;
-        if this.pos >= this.end {
-            return Poll::Ready(None);
-        }
-        if this.reading.is_none() {
-            let want = (this.end - this.pos).min(CHUNK as u64) as usize;
-            this.reading = Some(Box::pin(
-                this.file.file.read_at(Vec::with_capacity(want), this.pos),
-            ));
-        }
-        let fut = this.reading.as_mut().expect("read in flight");
-        let (r, buf) = match fut.as_mut().poll(cx) {
-            Poll::Pending => return Poll::Pending,
-            Poll::Ready(v) => v,
-        };
-        this.reading = None;
-        match r {
-            Ok(0) => Poll::Ready(Some(Err(io::ErrorKind::UnexpectedEof.into()))),
-            Ok(n) => {
-                this.pos += n as u64;
-                Poll::Ready(Some(Ok(Bytes::from(buf))))
-            }
-            Err(e) => Poll::Ready(Some(Err(e))),
-        }
-    }
-
-    fn file_region(&self) -> Option<(&File, u64, u64)> {
-        // Not once a read is under way: its bytes would be sent twice.
-        self.reading
-            .is_none()
-            .then_some((&self.file.file, self.pos, self.end))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ranges() {
-        assert_eq!(parse_range(b"bytes=0-9", 100), RangeReq::Part(0, 10));
-        assert_eq!(parse_range(b"bytes=90-", 100), RangeReq::Part(90, 100));
-        assert_eq!(parse_range(b"bytes=-10", 100), RangeReq::Part(90, 100));
-        assert_eq!(parse_range(b"bytes=95-200", 100), RangeReq::Part(95, 100));
-        assert_eq!(parse_range(b"bytes=100-", 100), RangeReq::Unsatisfiable);
-        assert_eq!(parse_range(b"bytes=0-1,5-6", 100), RangeReq::Full);
-        assert_eq!(parse_range(b"items=0-1", 100), RangeReq::Full);
-    }
-
-    #[test]
-    fn imf_round_trip() {
-        assert_eq!(
-            parse_imf(b"Sun, 06 Nov 1994 08:49:37 GMT"),
-            Some(784_111_777)
-        );
-        assert_eq!(parse_imf(&format_imf(1_700_000_000)), Some(1_700_000_000));
-    }
 
     #[test]
     fn decoding() {

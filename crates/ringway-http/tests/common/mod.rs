@@ -58,31 +58,20 @@ impl TestServer {
         )
     }
 
-    /// A server of the files under `dir`.
-    pub(crate) fn start_static(dir: PathBuf) -> TestServer {
-        Self::start_static_with(dir, Config::default(), None)
-    }
-
-    pub(crate) fn start_static_with(
-        dir: PathBuf,
-        cfg: Config,
-        backend: Option<Backend>,
-    ) -> TestServer {
-        let files = ringway_http::files::StaticFiles::new(dir).expect("static dir");
-        Self::start_files(files, cfg, backend)
-    }
-
-    /// A server of `files`, as configured.
+    /// A server of `files`, as configured: through the `http`-types API, or with `view`
+    /// as the `ViewHandler` it also is.
     pub(crate) fn start_files(
         files: ringway_http::files::StaticFiles,
         cfg: Config,
         backend: Option<Backend>,
+        view: bool,
     ) -> TestServer {
         Self::start_setup(
             cfg,
             Setup {
                 backend,
                 files: Some(files),
+                view,
                 ..Setup::default()
             },
         )
@@ -114,6 +103,7 @@ impl TestServer {
             let running = match files {
                 None if view => server.start_view(&rt, "127.0.0.1:0", || ViewTestHandler),
                 None => server.start(&rt, "127.0.0.1:0", || test_handler),
+                Some(files) if view => server.start_view(&rt, "127.0.0.1:0", move || files.clone()),
                 Some(files) => server.start(&rt, "127.0.0.1:0", move || {
                     let files = files.clone();
                     move |req: Request<Body>| {
