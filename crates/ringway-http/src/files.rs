@@ -26,6 +26,7 @@ use crate::body::Body;
 use crate::date::format_imf;
 use crate::handler::ViewHandler;
 use crate::mime::content_type;
+use crate::prepared::PreparedResponse;
 use crate::response::{Responder, Written};
 use crate::view::RequestView;
 use answer::Conditions;
@@ -178,21 +179,34 @@ impl StaticFiles {
         let etag = format!("\"{:x}-{:x}\"", len, mtime.as_nanos());
         let keep = !self.shared.revalidate.is_zero()
             && len <= cache::SMALL_FILE
-            && cache::contents_fit(len);
+            && cache::contents_fit(2 * len);
         let contents = if keep {
             read_whole(&file, len).await
         } else {
             None
         };
+        let etag = HeaderValue::from_str(&etag).map_err(io::Error::other)?;
+        let last_modified =
+            HeaderValue::from_bytes(&format_imf(mtime.as_secs())).map_err(io::Error::other)?;
+        let content_type = HeaderValue::from_static(content_type(&path.to_string_lossy()));
+        let whole = contents.as_ref().map(|bytes| {
+            let fields = [
+                (header::ETAG, etag.clone()),
+                (header::LAST_MODIFIED, last_modified.clone()),
+                (header::ACCEPT_RANGES, HeaderValue::from_static("bytes")),
+                (header::CONTENT_TYPE, content_type.clone()),
+            ];
+            PreparedResponse::new(StatusCode::OK, &fields, bytes)
+        });
         Ok(OpenFile {
             identity: Identity::of(&meta),
             len,
             mtime_secs: mtime.as_secs(),
-            etag: HeaderValue::from_str(&etag).map_err(io::Error::other)?,
-            last_modified: HeaderValue::from_bytes(&format_imf(mtime.as_secs()))
-                .map_err(io::Error::other)?,
-            content_type: HeaderValue::from_static(content_type(&path.to_string_lossy())),
+            etag,
+            last_modified,
+            content_type,
             contents,
+            whole,
             file,
             path,
         })
@@ -235,12 +249,7 @@ impl ViewHandler for StaticFiles {
             Ok(f) => f,
             Err(e) => return answer::error_view(res, answer::error_code(&e)),
         };
-        let conditions = Conditions {
-            if_none_match: req.header("if-none-match"),
-            if_modified_since: req.header("if-modified-since"),
-            if_range: req.header("if-range"),
-            range: req.header("range"),
-        };
+        let conditions = Conditions::of_view(&req);
         answer::to_view(res, &file, answer::plan(&file, &conditions))
     }
 }

@@ -85,6 +85,10 @@ fn static_files() {
         // Whole large file, and HEAD.
         let r = req(&server, "GET /big.bin HTTP/1.1\r\n");
         assert_eq!(r.body, big);
+        // HEAD of a kept file (its response prepared) and of a streamed one.
+        let r = req(&server, "HEAD /index.html HTTP/1.1\r\n");
+        assert_eq!(r.header("content-length"), Some(&b"11"[..]));
+        assert!(r.header("etag").is_some() && r.body.is_empty());
         let r = req(&server, "HEAD /big.bin HTTP/1.1\r\n");
         assert_eq!(r.header("content-length"), Some(&b"300000"[..]));
         assert!(r.body.is_empty());

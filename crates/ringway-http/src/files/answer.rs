@@ -12,6 +12,7 @@ use super::cache::OpenFile;
 use super::stream::FileStream;
 use crate::body::Body;
 use crate::response::{Responder, Written};
+use crate::view::RequestView;
 
 /// The request fields that decide the answer, from either API.
 #[derive(Debug, Default, Clone, Copy)]
@@ -33,6 +34,25 @@ pub(super) enum Plan {
         partial: bool,
     },
     Unsatisfiable,
+}
+
+impl<'a> Conditions<'a> {
+    /// The fields of a viewed request, in one pass over its field lines (the first of
+    /// each name counts, as `RequestView::header` and `HeaderMap::get` have it).
+    pub(super) fn of_view(req: &RequestView<'a>) -> Conditions<'a> {
+        let mut c = Conditions::default();
+        for (name, value) in req.headers() {
+            let slot = match name.len() {
+                5 if name.eq_ignore_ascii_case("range") => &mut c.range,
+                8 if name.eq_ignore_ascii_case("if-range") => &mut c.if_range,
+                13 if name.eq_ignore_ascii_case("if-none-match") => &mut c.if_none_match,
+                17 if name.eq_ignore_ascii_case("if-modified-since") => &mut c.if_modified_since,
+                _ => continue,
+            };
+            slot.get_or_insert(value);
+        }
+        c
+    }
 }
 
 /// Decides the answer (RFC 9110 §13.2.2: `If-None-Match` before `If-Modified-Since`;
@@ -160,8 +180,12 @@ pub(super) fn to_http(file: &Rc<OpenFile>, plan: Plan) -> Response<Body> {
     resp
 }
 
-/// The answer written by `res`.
+/// The answer written by `res`: a whole kept file as its prepared response (head and
+/// body in one copy each, the `Date` from the core's cache).
 pub(super) fn to_view(res: Responder<'_>, file: &Rc<OpenFile>, plan: Plan) -> Written {
+    if let (Plan::Bytes { partial: false, .. }, Some(whole)) = (&plan, &file.whole) {
+        return res.prepared(whole);
+    }
     let Ok(r) = render(file, plan) else {
         return error_view(res, StatusCode::INTERNAL_SERVER_ERROR);
     };

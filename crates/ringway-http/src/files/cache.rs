@@ -29,11 +29,14 @@ use bytes::Bytes;
 use http::HeaderValue;
 use ringway::fs::File;
 
+use crate::prepared::PreparedResponse;
+
 /// Paths kept per core; when full, the entries past their period go, then all.
 pub(super) const MAX_ENTRIES: usize = 1024;
 /// Files up to this size have their contents kept whole.
 pub(super) const SMALL_FILE: u64 = 64 * 1024;
-/// Bytes of kept contents per core; past it, files are read per request as before.
+/// Bytes of kept contents per core (each kept file counts twice: its bytes and its
+/// prepared response); past it, files are read per request.
 pub(super) const CONTENTS_BUDGET: usize = 8 << 20;
 
 /// What a file system object is, for revalidation: the same path naming another file,
@@ -72,6 +75,8 @@ pub(super) struct OpenFile {
     pub(super) content_type: HeaderValue,
     /// The whole file, when it is small and the core's budget allowed it.
     pub(super) contents: Option<Bytes>,
+    /// With `contents`: the whole-file 200 rendered (fields and body), for the view API.
+    pub(super) whole: Option<PreparedResponse>,
 }
 
 /// What [`lookup`] found.
@@ -179,6 +184,7 @@ pub(super) fn remove(owner: u64, path: &str) {
     CACHE.with_borrow_mut(|c| c.take(owner, path));
 }
 
+/// Bytes of file contents `f` holds: the kept copy and the prepared response's.
 fn kept(f: &OpenFile) -> usize {
-    f.contents.as_ref().map_or(0, Bytes::len)
+    f.contents.as_ref().map_or(0, Bytes::len) + f.whole.as_ref().map_or(0, |w| w.body.len())
 }
