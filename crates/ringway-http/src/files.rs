@@ -56,7 +56,6 @@ struct Shared {
 impl StaticFiles {
     /// Serves `dir` (which must exist).
     pub fn new(dir: impl AsRef<Path>) -> io::Result<StaticFiles> {
-        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         let root = std::fs::canonicalize(dir.as_ref())?;
         if !root.is_dir() {
             return Err(io::Error::other(format!(
@@ -67,7 +66,7 @@ impl StaticFiles {
         Ok(StaticFiles {
             shared: Arc::new(Shared {
                 root,
-                id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                id: next_id(),
                 revalidate: DEFAULT_REVALIDATE,
                 opened: AtomicU64::new(0),
             }),
@@ -79,15 +78,17 @@ impl StaticFiles {
     /// is still served as it was when last checked, from the descriptor kept open;
     /// after it, the path is resolved and `stat`ed again and the file reopened if it is
     /// not the same. `Duration::ZERO` keeps nothing: every request resolves, opens and
-    /// reads its file.
+    /// reads its file. The result is a configuration of its own: its own kept files and
+    /// its own count of [`opened`](Self::opened).
     pub fn revalidate_after(self, period: Duration) -> StaticFiles {
         let s = &self.shared;
         StaticFiles {
             shared: Arc::new(Shared {
                 root: s.root.clone(),
-                id: s.id,
+                // Its own entries: a clone with another period must not share them.
+                id: next_id(),
                 revalidate: period,
-                opened: AtomicU64::new(s.opened.load(Ordering::Relaxed)),
+                opened: AtomicU64::new(0),
             }),
         }
     }
@@ -238,6 +239,12 @@ impl StaticFiles {
         }
         Some(real)
     }
+}
+
+/// A number for a new configuration's entries in the per-core caches.
+fn next_id() -> u64 {
+    static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
 }
 
 impl ViewHandler for StaticFiles {
