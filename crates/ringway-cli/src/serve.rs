@@ -37,6 +37,16 @@ pub(crate) struct ServeArgs {
     /// Serve the files under this directory.
     #[arg(long = "static", value_name = "DIR", group = "mode")]
     static_dir: Option<PathBuf>,
+    /// With --static: milliseconds a file stays open per core before it is checked
+    /// again (a change on disk is served after at most this long); 0 opens and reads
+    /// the file for every request.
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 1_000,
+        requires = "static_dir"
+    )]
+    static_revalidate_ms: u64,
     /// TLS certificate chain (PEM).
     #[arg(long, requires = "tls_key")]
     tls_cert: Option<PathBuf>,
@@ -106,14 +116,10 @@ pub(crate) fn run(args: ServeArgs) -> io::Result<()> {
         _ => "http",
     };
     let running = if let Some(dir) = args.static_dir.clone() {
-        let files = ringway_http::files::StaticFiles::new(dir)?;
-        server.start(&rt, args.bind, move || {
-            let files = files.clone();
-            move |req: Request<Body>| {
-                let files = files.clone();
-                async move { files.serve(&req).await }
-            }
-        })?
+        let files = ringway_http::files::StaticFiles::new(dir)?
+            .revalidate_after(Duration::from_millis(args.static_revalidate_ms));
+        // The view face: answers written straight into the connection's output.
+        server.start_view(&rt, args.bind, move || files.clone())?
     } else {
         let mode = if args.json {
             Mode::Json

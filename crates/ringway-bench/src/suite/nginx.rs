@@ -4,8 +4,9 @@
 //! worker pinned (`worker_cpu_affinity`, and the whole process tree by `taskset`),
 //! `access_log off`, `keepalive_requests` raised so no connection is closed under load,
 //! a listen `backlog` at least the largest connection count, `return 200 "Hello,
-//! World!"` for the hello app, the body file served from disk (`sendfile on`) for the
-//! nuclei app, and TLS with the run's certificate. nginx prints nothing when ready, so
+//! World!"` for the hello app, the body file served from disk (`sendfile on`, with
+//! `open_file_cache` re-checked each second, as `ringway serve --static` keeps its
+//! files) for the nuclei app, and TLS with the run's certificate. nginx prints nothing when ready, so
 //! readiness is the port accepting; its master and worker processes are measured as
 //! one process tree.
 
@@ -121,6 +122,8 @@ http {{
     keepalive_requests 100000000;
     keepalive_timeout 120s;
     sendfile on;
+    open_file_cache max=1024 inactive=60s;
+    open_file_cache_valid 1s;
     tcp_nodelay on;
     types {{ text/plain txt; }}
     default_type text/plain;

@@ -189,28 +189,43 @@ pub const TITLES: &[(&str, &str)] = &[
 /// What a reader must know to read scenario `id` right.
 pub fn note(id: &str) -> Option<&'static str> {
     Some(match id {
-        "S1" => "Closed-loop latency: one request waits for the previous one, so the tail here is a \
-                 capacity figure; S9 is the latency claim.",
-        "S4" => "ringway serves the body from disk (`ringway serve --static`: the file is opened and \
-                 read for every request) and nginx from disk with sendfile; the other peers send it \
-                 from memory. Multishot on/off is the floor's (ringway has no switch for it).",
-        "S5" => "Without pipelining one client core saturates near the servers' capacity: req/s here \
-                 measures the client as much as the server; server CPU per request separates them.",
+        "S1" => {
+            "Closed-loop latency: one request waits for the previous one, so the tail here is a \
+                 capacity figure; S9 is the latency claim."
+        }
+        "S4" => {
+            "ringway serves the file with `ringway serve --static` (kept open per core, \
+                 validators built once, re-checked each second, a small file's bytes kept), nginx \
+                 from disk with sendfile and open_file_cache (the same 1 s); the other peers send \
+                 it from memory. Multishot on/off is the floor's (ringway has no switch for it)."
+        }
+        "S5" => {
+            "Without pipelining one client core saturates near the servers' capacity: req/s here \
+                 measures the client as much as the server; server CPU per request separates them."
+        }
         "S7" => "Echo servers exist for ringway, tokio, monoio and the floor only.",
-        "S9" => "Every peer is offered the same rates (a share of ringway/uring's S5 capacity); \
-                 latency is timed from each request's intended send time.",
+        "S9" => {
+            "Every peer is offered the same rates (a share of ringway/uring's S5 capacity); \
+                 latency is timed from each request's intended send time."
+        }
         "S11" => "TLS peers: ringway (rustls) and nginx (OpenSSL).",
-        "S12" => "Peers run one after the other here (10,000 idle connections to every peer at once \
+        "S12" => {
+            "Peers run one after the other here (10,000 idle connections to every peer at once \
                   would be 120,000 sockets); RSS per connection is the process tree's RSS growth \
-                  over the idle connections.",
-        "S14" => "Python servers (crates/ringway-py/bench/servers.py), one process per loop, on the \
+                  over the idle connections."
+        }
+        "S14" => {
+            "Python servers (crates/ringway-py/bench/servers.py), one process per loop, on the \
                   server core; the native client (`ringway load`) on the client core. req/s is \
                   messages (or requests) per second, CPU µs/req the server's CPU per message; \
                   ratios are to py-ringway. The HTTP server counts request heads and answers \
                   each with two write() calls (headers, body), without a date header. Native \
-                  echo servers for the same shapes are in S7.",
-        "S13" => "A peer that does not parse HTTP (the raw loops, the floor) answers malformed \
-                  requests with 200: the hostile_* figures say what each did.",
+                  echo servers for the same shapes are in S7."
+        }
+        "S13" => {
+            "A peer that does not parse HTTP (the raw loops, the floor) answers malformed \
+                  requests with 200: the hostile_* figures say what each did."
+        }
         _ => return None,
     })
 }

@@ -30,7 +30,8 @@ pub(crate) struct TestServer {
 pub(crate) struct Setup {
     pub backend: Option<Backend>,
     pub tls: Option<Arc<rustls::ServerConfig>>,
-    pub dir: Option<PathBuf>,
+    /// Serve these files instead of the test handler.
+    pub files: Option<ringway_http::files::StaticFiles>,
     /// Where the access log goes (turns it on).
     pub log: Option<Box<dyn Write + Send>>,
     /// Serve with the request-view twin of the test handler ([`view_test_handler`]).
@@ -57,21 +58,20 @@ impl TestServer {
         )
     }
 
-    /// A server of the files under `dir`.
-    pub(crate) fn start_static(dir: PathBuf) -> TestServer {
-        Self::start_static_with(dir, Config::default(), None)
-    }
-
-    pub(crate) fn start_static_with(
-        dir: PathBuf,
+    /// A server of `files`, as configured: through the `http`-types API, or with `view`
+    /// as the `ViewHandler` it also is.
+    pub(crate) fn start_files(
+        files: ringway_http::files::StaticFiles,
         cfg: Config,
         backend: Option<Backend>,
+        view: bool,
     ) -> TestServer {
         Self::start_setup(
             cfg,
             Setup {
                 backend,
-                dir: Some(dir),
+                files: Some(files),
+                view,
                 ..Setup::default()
             },
         )
@@ -81,7 +81,7 @@ impl TestServer {
         let Setup {
             backend,
             tls,
-            dir,
+            files,
             log,
             view,
         } = setup;
@@ -100,19 +100,17 @@ impl TestServer {
             if let Some(sink) = log {
                 server = server.access_log_to(sink);
             }
-            let running = match dir {
+            let running = match files {
                 None if view => server.start_view(&rt, "127.0.0.1:0", || ViewTestHandler),
                 None => server.start(&rt, "127.0.0.1:0", || test_handler),
-                Some(dir) => {
-                    let files = ringway_http::files::StaticFiles::new(dir).expect("static dir");
-                    server.start(&rt, "127.0.0.1:0", move || {
+                Some(files) if view => server.start_view(&rt, "127.0.0.1:0", move || files.clone()),
+                Some(files) => server.start(&rt, "127.0.0.1:0", move || {
+                    let files = files.clone();
+                    move |req: Request<Body>| {
                         let files = files.clone();
-                        move |req: Request<Body>| {
-                            let files = files.clone();
-                            async move { files.serve(&req).await }
-                        }
-                    })
-                }
+                        async move { files.serve(&req).await }
+                    }
+                }),
             }
             .expect("server start");
             tx.send((

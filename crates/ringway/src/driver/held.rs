@@ -98,10 +98,19 @@ impl HeldValue {
         }
     }
 
-    /// [`new`](Self::new) that stores `value` straight into `place`, which must be
-    /// empty (`None`): nothing is built on the stack and copied over.
+    /// [`new`](Self::new) of the value `make` returns, built straight into `place`
+    /// (not on the stack, then copied over). `place` must be empty (`None`): a value
+    /// there would be forgotten, not dropped (leaked; the place is not checked).
     #[inline]
-    pub(crate) fn put<T: Held>(place: &mut Option<HeldValue>, value: T) {
+    pub(crate) fn put<T: Held>(place: &mut Option<HeldValue>, make: impl FnOnce() -> T) {
+        /// Empties the place again if `make` panics, before the value is written: a
+        /// husk with a vtable and no value must never be dropped.
+        struct Unfilled<'a>(&'a mut Option<HeldValue>);
+        impl Drop for Unfilled<'_> {
+            fn drop(&mut self) {
+                std::mem::forget(self.0.take());
+            }
+        }
         debug_assert!(place.is_none(), "put into an occupied place");
         let inline =
             size_of::<T>() <= size_of::<Storage>() && align_of::<T>() <= align_of::<Storage>();
@@ -110,23 +119,25 @@ impl HeldValue {
         } else {
             &Boxed::<T>::VTABLE
         };
-        let held = place.insert(HeldValue {
+        // Not `Option::insert`, which checks for an old value to drop: there is none.
+        std::mem::forget(place.replace(HeldValue {
             data: Storage::uninit(),
             vtable,
             _not_send: PhantomData,
-        });
+        }));
+        let unfilled = Unfilled(place);
+        let Some(held) = unfilled.0.as_mut() else {
+            unreachable!("just put")
+        };
+        let data = held.data.as_mut_ptr();
         if inline {
             // SAFETY: `T` fits in `data`, in size and alignment, which is uninitialised.
-            unsafe { held.data.as_mut_ptr().cast::<T>().write(value) };
+            unsafe { data.cast::<T>().write(make()) };
         } else {
             // SAFETY: a `Box` is one pointer, which fits.
-            unsafe {
-                held.data
-                    .as_mut_ptr()
-                    .cast::<Box<T>>()
-                    .write(Box::new(value))
-            };
+            unsafe { data.cast::<Box<T>>().write(Box::new(make())) };
         }
+        std::mem::forget(unfilled);
     }
 
     /// Tells the value the operation's final result; it is dropped afterwards.
@@ -246,5 +257,19 @@ mod tests {
         assert_eq!(log.get(), (10, 7));
         HeldValue::finish_in_place(&mut kept, 11);
         assert_eq!(log.get(), (10, 7), "nothing kept: nothing to finish");
+        // Built in place, inline and boxed: finished and dropped once each.
+        HeldValue::put(&mut kept, probe);
+        HeldValue::finish_in_place(&mut kept, 12);
+        assert_eq!(log.get(), (12, 8));
+        HeldValue::put(&mut kept, big);
+        drop(kept.take());
+        assert_eq!(log.get(), (12, 9));
+        // A maker that panics leaves the place empty (nothing to drop later).
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            HeldValue::put(&mut kept, || -> Probe { panic!("no value") })
+        }));
+        assert!(panicked.is_err());
+        assert!(kept.is_none(), "a failed put leaves the place empty");
+        assert_eq!(log.get(), (12, 9), "nothing finished or dropped");
     }
 }

@@ -679,7 +679,7 @@ impl Driver {
     ) -> Result<Option<OpId>, i32> {
         if let ActiveBackend::Uring(u) = &mut self.backend {
             self.stats.submitted += 1;
-            return Ok(Some(u.start_background(&send, held())));
+            return Ok(Some(u.start_background(&send, held)));
         }
         // SAFETY: the caller's promise.
         unsafe { self.submit_detached_with(send.into(), held) }

@@ -152,7 +152,13 @@ impl<B: 'static> Held for InFlight<B> {
         let InFlight { buf, len, state } = self;
         // The buffer first: nothing about it depends on how the send ended.
         drop(buf);
-        state.finish(send_error(result, len));
+        // Every byte went (the commonest end by far): no error to work out.
+        let error = if result as usize == len {
+            0
+        } else {
+            send_error(result, len)
+        };
+        state.finish(error);
     }
 }
 
@@ -186,6 +192,21 @@ impl<B> std::fmt::Debug for SendAllFuture<'_, B> {
 }
 
 impl<'a, B: IoBuf + Unpin + 'static> SendAllFuture<'a, B> {
+    /// The send of `len` bytes that does not start: nothing to send, or more than one
+    /// op takes. Out of line: the poll's common path stays short.
+    #[cold]
+    #[inline(never)]
+    fn not_sent(&mut self, len: usize) -> io::Result<()> {
+        self.buf = None;
+        if len == 0 {
+            return Ok(());
+        }
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "send_all takes at most 4 GiB at a time",
+        ))
+    }
+
     pub(crate) fn new(fd: RawFd, state: &'a Arc<Background>, buf: B) -> Self {
         SendAllFuture {
             fd,
@@ -212,16 +233,8 @@ impl<B: IoBuf + Unpin + 'static> Future for SendAllFuture<'_, B> {
             .as_ref()
             .expect("SendAllFuture polled after completion");
         let len = buf.bytes_init();
-        if len == 0 {
-            this.buf = None;
-            return Poll::Ready(Ok(()));
-        }
-        let Ok(len32) = u32::try_from(len) else {
-            this.buf = None;
-            return Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "send_all takes at most 4 GiB at a time",
-            )));
+        let Some(len32) = u32::try_from(len).ok().filter(|&n| n > 0) else {
+            return Poll::Ready(this.not_sent(len));
         };
         let op = SendAll {
             fd: this.fd,

@@ -48,21 +48,28 @@ impl RunQueue {
     /// Queues `entry` last.
     #[inline]
     pub(crate) fn push(&self, entry: RunQueueEntry) {
-        let mut tail = self.tail.get();
+        let tail = self.tail.get();
         // SAFETY: only this type's methods touch `slots`, none of them keeps a reference
         // past its return or calls out while holding one, and the queue is `!Sync`
         // (its cells): no other reference to `slots` exists now.
-        let mut slots = unsafe { &mut *self.slots.get() };
+        let slots = unsafe { &mut *self.slots.get() };
         if tail.wrapping_sub(self.head.get()) == slots.len() {
-            self.grow();
-            // SAFETY: as above (`grow`'s reference has ended).
-            slots = unsafe { &mut *self.slots.get() };
-            tail = self.tail.get();
+            // Last, so a tail call: the common push needs no stack frame.
+            return self.push_grown(entry);
         }
         let at = tail & (slots.len() - 1);
-        // SAFETY: `len` is a power of two after `grow`, so `at < len`.
+        // SAFETY: the queue is not full, so `slots` is not empty: its length is a power
+        // of two and `at < len`.
         unsafe { *slots.get_unchecked_mut(at) = entry };
         self.tail.set(tail.wrapping_add(1));
+    }
+
+    /// `push` onto a full ring: grows it first.
+    #[cold]
+    #[inline(never)]
+    fn push_grown(&self, entry: RunQueueEntry) {
+        self.grow();
+        self.push(entry);
     }
 
     /// Takes the first entry, if any.
@@ -98,7 +105,6 @@ impl RunQueue {
     }
 
     /// Doubles the ring (full): the entries keep their order, from index 0 on.
-    #[cold]
     fn grow(&self) {
         // SAFETY: as in `push`; the caller holds no reference to `slots` across this.
         let slots = unsafe { &mut *self.slots.get() };

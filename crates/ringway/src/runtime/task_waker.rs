@@ -59,6 +59,20 @@ unsafe fn wake_by_ref(data: *const ()) {
     if try_with_core(|core| core.run_local(scheduler, header)) == Some(true) {
         return;
     }
+    // SAFETY: the caller's promise, passed on.
+    unsafe { schedule_elsewhere(data) }
+}
+
+/// A wake that is not a push onto this thread's core: the header's hook sees to it.
+/// Out of line (and last in `wake_by_ref`, so a tail call): the common wake then needs
+/// no stack frame.
+///
+/// # Safety
+///
+/// As for `wake_by_ref`: `data` is a live `Arc<TaskHeader>` pointer.
+#[cold]
+#[inline(never)]
+unsafe fn schedule_elsewhere(data: *const ()) {
     // SAFETY: borrowed for the call, never dropped here: the waker keeps its count.
     let header = ManuallyDrop::new(unsafe { Arc::from_raw(data.cast::<TaskHeader>()) });
     header.scheduler.schedule(&header);

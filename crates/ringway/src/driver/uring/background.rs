@@ -22,17 +22,17 @@ pub(crate) const TAG: u32 = u32::MAX - 1;
 /// What the driver keeps of each background send in flight, by index.
 #[derive(Default)]
 pub(crate) struct BackgroundSends {
+    /// `Some` while the send at that index is in flight.
     entries: Vec<Option<HeldValue>>,
+    /// The indices whose entry is `None` (the rest are in flight).
     free: Vec<u32>,
-    live: usize,
 }
 
 impl BackgroundSends {
-    /// Keeps `held` until the send's CQE (a free entry is always `None`); returns the send's id (its `user_data` form
-    /// goes into the SQE).
+    /// Keeps what `held` makes until the send's CQE (a free entry is always `None`);
+    /// returns the send's id (its `user_data` form goes into the SQE).
     #[inline]
-    pub(crate) fn insert<H: Held>(&mut self, held: H) -> OpId {
-        self.live += 1;
+    pub(crate) fn insert<H: Held>(&mut self, held: impl FnOnce() -> H) -> OpId {
         let index = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -40,7 +40,7 @@ impl BackgroundSends {
                 (self.entries.len() - 1) as u32
             }
         };
-        // Written in place: the entry is a few words, and a send starts per message.
+        // Made in place: the entry is a few words, and a send starts per message.
         HeldValue::put(&mut self.entries[index as usize], held);
         OpId {
             index: TAG,
@@ -58,7 +58,6 @@ impl BackgroundSends {
         if entry.is_none() {
             return;
         }
-        self.live -= 1;
         self.free.push(index);
         HeldValue::finish_in_place(entry, result);
     }
@@ -74,7 +73,7 @@ impl BackgroundSends {
 
     /// How many are in flight.
     pub(crate) fn live(&self) -> usize {
-        self.live
+        self.entries.len() - self.free.len()
     }
 
     /// The `user_data` of every send in flight (to cancel them at shutdown).

@@ -23,7 +23,6 @@ use scratch::Pause;
 pub(crate) use scratch::UringScratch;
 
 use std::io;
-use std::mem::MaybeUninit;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
@@ -36,8 +35,6 @@ use super::{Completion, Delivery, Held, HeldValue, OpId};
 use scratch::ScratchPages;
 
 const INTERNAL: u64 = u32::MAX as u64;
-/// CQEs copied out of the completion queue at a time (16 bytes each, on the stack).
-const REAP_BATCH: usize = 64;
 const WAKE_UD: u64 = (1 << 32) | INTERNAL;
 const CANCEL_UD: u64 = (2 << 32) | INTERNAL;
 const TIMEOUT_UD: u64 = (3 << 32) | INTERNAL;
@@ -65,14 +62,26 @@ pub(crate) struct UringEnv {
 pub(crate) struct Uring {
     // Dropped first: the ring, then what its operations point into.
     ring: IoUring,
-    /// Background sends in flight: their buffers and their sockets' records.
-    background: BackgroundSends,
-    env: UringEnv,
+    /// What the driver keeps of the operations in the ring.
+    records: Records,
     wake_fd: RawFd,
     /// The eventfd counter is read into here. Leaked on purpose (8 bytes per ring): the
     /// read is always in flight, and a wake from another thread racing with the ring's
     /// teardown could still complete it after the driver is gone.
     wake_buf: &'static mut u64,
+    /// Parked receives being re-armed this turn (kept for its capacity).
+    rearm: Vec<OpId>,
+    /// Counted here (push has no stats at hand) and folded into the stats each turn.
+    sq_full_flushes: u64,
+}
+
+/// Everything the ring's completions are routed with, apart from the ring: a batch of
+/// completions is read straight out of the completion queue (no copy) while each is
+/// routed, which needs the queue and these borrowed at once.
+struct Records {
+    /// Background sends in flight: their buffers and their sockets' records.
+    background: BackgroundSends,
+    env: UringEnv,
     /// Kernel-visible memory of each operation, by slot index.
     scratch: ScratchPages,
     /// Multishot receives parked on an empty pool.
@@ -84,23 +93,24 @@ pub(crate) struct Uring {
     /// take a connection or bytes from the backlog that the next operation on the
     /// socket should get (the driver can only close or discard them).
     unsubmitted: Vec<OpId>,
-    /// Parked receives being re-armed this turn (kept for its capacity).
-    rearm: Vec<OpId>,
-    /// Counted here (push has no stats at hand) and folded into the stats each turn.
-    sq_full_flushes: u64,
+    /// The eventfd read completed during this reap: re-armed once the queue is let go.
+    wake_read: bool,
 }
 
 impl Uring {
     pub(crate) fn new(ring: IoUring, wake_fd: RawFd, env: UringEnv) -> Self {
         let mut u = Uring {
             ring,
-            background: BackgroundSends::default(),
-            env,
+            records: Records {
+                background: BackgroundSends::default(),
+                env,
+                scratch: ScratchPages::default(),
+                starved: Starved::default(),
+                unsubmitted: Vec::new(),
+                wake_read: false,
+            },
             wake_fd,
             wake_buf: Box::leak(Box::new(0)),
-            scratch: ScratchPages::default(),
-            starved: Starved::default(),
-            unsubmitted: Vec::new(),
             rearm: Vec::new(),
             sq_full_flushes: 0,
         };
@@ -148,23 +158,27 @@ impl Uring {
         if slot.multishot || matches!(slot.op, Op::Send(_)) {
             // What a previous op of this slot may have left in the flags that only these
             // ops read (`cancel` reads `pause` of multishot ops only).
-            let scratch = self.scratch.get(id.index);
+            let scratch = self.records.scratch.get(id.index);
             scratch.plain_send = false;
             scratch.pause = Pause::Running;
         }
         if let Some(addr) = slot.op.input_addr() {
             // SAFETY: the submitter guarantees `addr` is valid during submission.
-            self.scratch.get(id.index).addr = unsafe { *addr };
+            self.records.scratch.get(id.index).addr = unsafe { *addr };
         }
-        self.unsubmitted.push(id);
+        self.records.unsubmitted.push(id);
     }
 
     /// Starts a background send: its SQE goes into the submission queue now, and `held`
     /// (its buffer, its socket's record) is kept until its CQE, apart from the op table.
     /// Returns its id, for `close_after`.
     #[inline]
-    pub(crate) fn start_background<H: Held>(&mut self, send: &SendAll, held: H) -> OpId {
-        let id = self.background.insert(held);
+    pub(crate) fn start_background<H: Held>(
+        &mut self,
+        send: &SendAll,
+        held: impl FnOnce() -> H,
+    ) -> OpId {
+        let id = self.records.background.insert(held);
         let sqe = send.entry().user_data(id.to_user_data());
         self.push(sqe);
         id
@@ -172,17 +186,17 @@ impl Uring {
 
     /// Whether background send `id` is still in flight.
     pub(crate) fn background_live(&self, id: OpId) -> bool {
-        self.background.is_live(id)
+        self.records.background.is_live(id)
     }
 
     /// Background sends in flight.
     pub(crate) fn background_count(&self) -> usize {
-        self.background.live()
+        self.records.background.live()
     }
 
     /// Asks the kernel to end every background send early (at shutdown).
     pub(crate) fn cancel_background(&mut self) {
-        for ud in self.background.live_user_data() {
+        for ud in self.records.background.live_user_data() {
             let sqe = opcode::AsyncCancel::new(ud).build().user_data(CANCEL_UD);
             self.push(sqe);
         }
@@ -191,34 +205,30 @@ impl Uring {
     /// Gives up on the background sends still in flight: their buffers are leaked, as
     /// the kernel may still read them (a driver dropped with operations in flight).
     pub(crate) fn leak_background(&mut self) {
-        std::mem::forget(std::mem::take(&mut self.background));
+        std::mem::forget(std::mem::take(&mut self.records.background));
     }
 
-    /// Starts an operation again (a multishot op the kernel ended, a send that must
-    /// retry without zero-copy); its SQE goes with the next enter.
+    /// Starts an operation again (see [`Records::restart`]).
     fn restart(&mut self, d: &mut Delivery<'_>, id: OpId) {
-        if let Some(slot) = d.table.get_mut(id) {
-            slot.starved = false;
-            self.unsubmitted.push(id);
-        }
+        self.records.restart(d, id);
     }
 
     /// Pushes the SQEs of the operations started since the last enter, through one view
     /// of the submission queue (each view reads the kernel's head; one per batch).
     fn push_unsubmitted(&mut self, d: &mut Delivery<'_>) {
-        if self.unsubmitted.is_empty() {
+        if self.records.unsubmitted.is_empty() {
             return;
         }
-        let env = self.env;
+        let env = self.records.env;
         let (submitter, mut sq, _) = self.ring.split();
-        for &id in &self.unsubmitted {
+        for &id in &self.records.unsubmitted {
             let Some(slot) = d.table.get_mut(id) else {
                 continue;
             };
             if slot.done {
                 continue;
             }
-            let scratch = self.scratch.get(id.index);
+            let scratch = self.records.scratch.get(id.index);
             let entry = slot.op.sqe(scratch, &env).user_data(id.to_user_data());
             let Some(t) = slot.timeout else {
                 push_into(&submitter, &mut sq, &entry, &mut self.sq_full_flushes);
@@ -245,25 +255,25 @@ impl Uring {
             );
             push_into(&submitter, &mut sq, &link, &mut self.sq_full_flushes);
         }
-        self.unsubmitted.clear();
+        self.records.unsubmitted.clear();
     }
 
     pub(crate) fn cancel(&mut self, d: &mut Delivery<'_>, id: OpId) {
-        if let Some(pos) = self.unsubmitted.iter().position(|s| *s == id) {
+        if let Some(pos) = self.records.unsubmitted.iter().position(|s| *s == id) {
             // Never handed to the kernel, and now it never will be: it ends here, with
             // nothing done (see `unsubmitted`).
-            self.unsubmitted.remove(pos);
+            self.records.unsubmitted.remove(pos);
             d.deliver(id, Completion::new(-libc::ECANCELED), true);
             return;
         }
         let multishot = d.table.get_mut(id).is_some_and(|s| s.multishot);
-        if multishot && self.scratch.get(id.index).pause == Pause::Stopped {
+        if multishot && self.records.scratch.get(id.index).pause == Pause::Stopped {
             // Stopped for backlog: not in the kernel, nothing to cancel there.
-            self.scratch.get(id.index).pause = Pause::Running;
+            self.records.scratch.get(id.index).pause = Pause::Running;
             d.deliver(id, Completion::new(-libc::ECANCELED), true);
             return;
         }
-        if self.starved.forget(id) {
+        if self.records.starved.forget(id) {
             // Not in the kernel at all: nothing to cancel there. It ends on the next
             // turn, via a NOP carrying the op's own user_data (`dispatch` sees `starved`).
             let sqe = opcode::Nop::new().build().user_data(id.to_user_data());
@@ -282,12 +292,12 @@ impl Uring {
         timeout: Option<Duration>,
     ) -> io::Result<()> {
         let mut rearm = std::mem::take(&mut self.rearm);
-        self.starved.take_rearmable(d.pool, &mut rearm);
+        self.records.starved.take_rearmable(d.pool, &mut rearm);
         for id in rearm.drain(..) {
             d.stats.pool_resumed += 1;
             if d.table.get_mut(id).is_some_and(|s| s.backlogged) {
                 // Its reader is behind: it stays stopped until it catches up (`resume`).
-                self.scratch.get(id.index).pause = Pause::Stopped;
+                self.records.scratch.get(id.index).pause = Pause::Stopped;
                 if let Some(slot) = d.table.get_mut(id) {
                     slot.starved = false;
                 }
@@ -357,7 +367,7 @@ impl Uring {
                 .table
                 .get_mut(id)
                 .is_some_and(|s| s.backlogged && !s.done && !s.starved);
-            let scratch = self.scratch.get(id.index);
+            let scratch = self.records.scratch.get(id.index);
             if live && scratch.pause == Pause::Running {
                 scratch.pause = Pause::Stopping;
                 let sqe = opcode::AsyncCancel::new(id.to_user_data())
@@ -372,7 +382,7 @@ impl Uring {
     /// The consumer of a stopped receive caught up: arm it again (at once if the kernel
     /// has let go of it; else its end CQE will).
     pub(crate) fn resume(&mut self, d: &mut Delivery<'_>, id: OpId) {
-        let scratch = self.scratch.get(id.index);
+        let scratch = self.records.scratch.get(id.index);
         if scratch.pause == Pause::Stopped {
             scratch.pause = Pause::Running;
             self.restart(d, id);
@@ -381,21 +391,39 @@ impl Uring {
 
     fn reap(&mut self, d: &mut Delivery<'_>) -> usize {
         let mut n = 0;
-        // A batch is copied out (in bulk, onto the stack) so the completion queue's
-        // borrow ends before dispatching, which may re-arm, i.e. submit.
-        let mut batch = [const { MaybeUninit::<cqueue::Entry>::uninit() }; REAP_BATCH];
-        loop {
-            let cqes = self.ring.completion().fill(&mut batch);
-            if cqes.is_empty() {
-                break;
-            }
-            n += cqes.len();
-            d.stats.completions += cqes.len() as u64;
-            for c in cqes.iter() {
-                self.dispatch(d, c.user_data(), c.result(), c.flags());
+        {
+            // Each completion is read where the kernel wrote it and routed at once (no
+            // copy); the slots go back to the kernel as each batch ends.
+            let mut cq = self.ring.completion();
+            loop {
+                let batch = cq.len();
+                if batch == 0 {
+                    break;
+                }
+                n += batch;
+                for c in &mut cq {
+                    self.records
+                        .dispatch(d, c.user_data(), c.result(), c.flags());
+                }
+                cq.sync();
             }
         }
+        d.stats.completions += n as u64;
+        if std::mem::take(&mut self.records.wake_read) {
+            self.arm_wake();
+        }
         n
+    }
+}
+
+impl Records {
+    /// Starts an operation again (a multishot op the kernel ended, a send that must
+    /// retry without zero-copy); its SQE goes with the next enter.
+    fn restart(&mut self, d: &mut Delivery<'_>, id: OpId) {
+        if let Some(slot) = d.table.get_mut(id) {
+            slot.starved = false;
+            self.unsubmitted.push(id);
+        }
     }
 
     fn dispatch(&mut self, d: &mut Delivery<'_>, ud: u64, result: i32, flags: u32) {
@@ -405,7 +433,7 @@ impl Uring {
         }
         if ud as u32 == INTERNAL as u32 {
             if ud == WAKE_UD {
-                self.arm_wake();
+                self.wake_read = true;
             }
             // Cancels and linked timeouts need no routing.
             return;
