@@ -191,12 +191,7 @@ impl StaticFiles {
             HeaderValue::from_bytes(&format_imf(mtime.as_secs())).map_err(io::Error::other)?;
         let content_type = HeaderValue::from_static(content_type(&path.to_string_lossy()));
         let whole = contents.as_ref().map(|bytes| {
-            let fields = [
-                (header::ETAG, etag.clone()),
-                (header::LAST_MODIFIED, last_modified.clone()),
-                (header::ACCEPT_RANGES, HeaderValue::from_static("bytes")),
-                (header::CONTENT_TYPE, content_type.clone()),
-            ];
+            let fields = answer::file_fields(&etag, &last_modified, &content_type);
             PreparedResponse::new(StatusCode::OK, &fields, bytes)
         });
         Ok(OpenFile {

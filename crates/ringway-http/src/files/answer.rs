@@ -94,64 +94,66 @@ pub(super) fn plan(file: &OpenFile, c: &Conditions<'_>) -> Plan {
     }
 }
 
-/// The fields every answer carries, then the status's own, with the body to end with.
+/// The fields of a 200 for a file (its validators, `Accept-Ranges`, `Content-Type`), in
+/// the order every answer writes them; a kept file's prepared response is rendered
+/// from the same list.
+pub(super) fn file_fields(
+    etag: &HeaderValue,
+    last_modified: &HeaderValue,
+    content_type: &HeaderValue,
+) -> [(HeaderName, HeaderValue); 4] {
+    [
+        (header::ETAG, etag.clone()),
+        (header::LAST_MODIFIED, last_modified.clone()),
+        (header::ACCEPT_RANGES, HeaderValue::from_static("bytes")),
+        (header::CONTENT_TYPE, content_type.clone()),
+    ]
+}
+
+/// An answer's status, fields and body, for either API to write.
 struct Rendered {
     status: StatusCode,
-    fields: [Option<(HeaderName, HeaderValue)>; 5],
+    /// [`file_fields`] (304: without `Content-Type`), then `Content-Range` for 206/416.
+    fields: Vec<(HeaderName, HeaderValue)>,
     body: Body,
 }
 
-fn render(file: &Rc<OpenFile>, plan: Plan) -> io::Result<Rendered> {
-    let validators = [
-        Some((header::ETAG, file.etag.clone())),
-        Some((header::LAST_MODIFIED, file.last_modified.clone())),
-        Some((header::ACCEPT_RANGES, HeaderValue::from_static("bytes"))),
-    ];
-    let [a, b, c] = validators;
+fn render(file: &Rc<OpenFile>, plan: Plan) -> Rendered {
+    let mut fields = file_fields(&file.etag, &file.last_modified, &file.content_type).to_vec();
     let len = file.len;
-    Ok(match plan {
-        Plan::NotModified => Rendered {
-            status: StatusCode::NOT_MODIFIED,
-            fields: [a, b, c, None, None],
-            body: Body::empty(),
-        },
-        Plan::Unsatisfiable => Rendered {
-            status: StatusCode::RANGE_NOT_SATISFIABLE,
-            fields: [
-                a,
-                b,
-                c,
-                Some((header::CONTENT_TYPE, file.content_type.clone())),
-                Some((header::CONTENT_RANGE, value(format!("bytes */{len}"))?)),
-            ],
-            body: Body::empty(),
-        },
+    let (status, range, body) = match plan {
+        Plan::NotModified => {
+            fields.pop(); // no Content-Type on a 304
+            (StatusCode::NOT_MODIFIED, None, Body::empty())
+        }
+        Plan::Unsatisfiable => (
+            StatusCode::RANGE_NOT_SATISFIABLE,
+            Some(format!("bytes */{len}")),
+            Body::empty(),
+        ),
         Plan::Bytes {
             start,
             end,
             partial,
-        } => Rendered {
-            status: if partial {
+        } => (
+            if partial {
                 StatusCode::PARTIAL_CONTENT
             } else {
                 StatusCode::OK
             },
-            fields: [
-                a,
-                b,
-                c,
-                Some((header::CONTENT_TYPE, file.content_type.clone())),
-                match partial {
-                    true => Some((
-                        header::CONTENT_RANGE,
-                        value(format!("bytes {start}-{}/{len}", end - 1))?,
-                    )),
-                    false => None,
-                },
-            ],
-            body: body(file, start, end),
-        },
-    })
+            partial.then(|| format!("bytes {start}-{}/{len}", end - 1)),
+            body(file, start, end),
+        ),
+    };
+    if let Some(range) = range {
+        let value = HeaderValue::try_from(range).expect("digits, '-', '/', '*' and a space");
+        fields.push((header::CONTENT_RANGE, value));
+    }
+    Rendered {
+        status,
+        fields,
+        body,
+    }
 }
 
 /// `start..end` of the file: from the kept bytes, else read (or spliced) from it.
@@ -162,19 +164,13 @@ fn body(file: &Rc<OpenFile>, start: u64, end: u64) -> Body {
     }
 }
 
-fn value(s: String) -> io::Result<HeaderValue> {
-    HeaderValue::try_from(s).map_err(io::Error::other)
-}
-
 /// The answer as an `http` response.
 pub(super) fn to_http(file: &Rc<OpenFile>, plan: Plan) -> Response<Body> {
-    let Ok(r) = render(file, plan) else {
-        return error_http(StatusCode::INTERNAL_SERVER_ERROR);
-    };
+    let r = render(file, plan);
     let mut resp = Response::new(r.body);
     *resp.status_mut() = r.status;
     let h = resp.headers_mut();
-    for (name, value) in r.fields.into_iter().flatten() {
+    for (name, value) in r.fields {
         h.insert(name, value);
     }
     resp
@@ -186,11 +182,9 @@ pub(super) fn to_view(res: Responder<'_>, file: &Rc<OpenFile>, plan: Plan) -> Wr
     if let (Plan::Bytes { partial: false, .. }, Some(whole)) = (&plan, &file.whole) {
         return res.prepared(whole);
     }
-    let Ok(r) = render(file, plan) else {
-        return error_view(res, StatusCode::INTERNAL_SERVER_ERROR);
-    };
+    let r = render(file, plan);
     let mut head = res.status(r.status);
-    for (name, value) in r.fields.iter().flatten() {
+    for (name, value) in &r.fields {
         head = head.header(name, value);
     }
     head.body(r.body)
