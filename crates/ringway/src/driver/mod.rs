@@ -47,7 +47,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use addr::RawAddr;
 pub use completion::{Completion, OpId};
@@ -540,6 +540,34 @@ impl Driver {
             ActiveBackend::Uring(u) => u.turn(&mut delivery, timeout),
             ActiveBackend::Epoll(e) => e.turn(&mut delivery, timeout),
         }
+    }
+
+    /// The executor's turn: [`turn`](Self::turn) without a sink, waiting (unbounded)
+    /// or not. `wake_at` is the core's next timer deadline: on io_uring it is armed in
+    /// the ring (see `Uring::wake_at`), so the wait needs no timeout and the core no
+    /// clock; returns whether that timer fired (the core's timers may be due). Only
+    /// for drivers with [`kernel_timer`](Self::kernel_timer).
+    #[inline]
+    pub(crate) fn turn_with_timer(
+        &mut self,
+        wait: bool,
+        wake_at: Option<Instant>,
+    ) -> io::Result<bool> {
+        if let (ActiveBackend::Uring(u), Some(at)) = (&mut self.backend, wake_at) {
+            u.wake_at(at);
+        }
+        let timeout = if wait { None } else { Some(Duration::ZERO) };
+        self.turn(timeout, &mut |_, _, _| {})?;
+        Ok(match &mut self.backend {
+            ActiveBackend::Uring(u) => u.take_timer_fired(),
+            ActiveBackend::Epoll(_) => false,
+        })
+    }
+
+    /// Whether [`turn_with_timer`](Self::turn_with_timer) keeps the core's timer in the
+    /// kernel (io_uring); otherwise the core bounds each wait by its next deadline.
+    pub(crate) fn kernel_timer(&self) -> bool {
+        matches!(self.backend, ActiveBackend::Uring(_))
     }
 
     /// Call before closing `fd` yourself: the epoll backend forgets its registration (a
