@@ -528,17 +528,23 @@ impl Driver {
     ) -> io::Result<()> {
         self.stats.turns += 1;
         let mut timeout = timeout;
-        let deferred: Vec<_> = std::mem::take(&mut self.deferred);
-        if !deferred.is_empty() {
+        if !self.deferred.is_empty() {
             timeout = Some(Duration::ZERO);
-            for (t, c, last) in deferred {
-                sink(t, c, last);
-            }
+            self.hand_deferred(sink);
         }
         let (backend, mut delivery) = self.split(Some(sink));
         match backend {
             ActiveBackend::Uring(u) => u.turn(&mut delivery, timeout),
             ActiveBackend::Epoll(e) => e.turn(&mut delivery, timeout),
+        }
+    }
+
+    /// Hands the token completions produced outside a turn to this turn's sink (out of
+    /// line: the executor's turns never have any).
+    #[cold]
+    fn hand_deferred(&mut self, sink: &mut dyn FnMut(u64, Completion, bool)) {
+        for (t, c, last) in std::mem::take(&mut self.deferred) {
+            sink(t, c, last);
         }
     }
 
@@ -553,15 +559,25 @@ impl Driver {
         wait: bool,
         wake_at: Option<Instant>,
     ) -> io::Result<bool> {
-        if let (ActiveBackend::Uring(u), Some(at)) = (&mut self.backend, wake_at) {
-            u.wake_at(at);
+        self.stats.turns += 1;
+        let mut timeout = if wait { None } else { Some(Duration::ZERO) };
+        if !self.deferred.is_empty() {
+            // Token completions (nobody's, on a core): as `turn` does, to no sink.
+            timeout = Some(Duration::ZERO);
+            self.hand_deferred(&mut |_, _, _| {});
         }
-        let timeout = if wait { None } else { Some(Duration::ZERO) };
-        self.turn(timeout, &mut |_, _, _| {})?;
-        Ok(match &mut self.backend {
-            ActiveBackend::Uring(u) => u.take_timer_fired(),
-            ActiveBackend::Epoll(_) => false,
-        })
+        // No sink: a token completion of this turn waits in `deferred` for the next.
+        let (backend, mut delivery) = self.split(None);
+        match backend {
+            ActiveBackend::Uring(u) => {
+                if let Some(at) = wake_at {
+                    u.wake_at(at);
+                }
+                u.turn(&mut delivery, timeout)?;
+                Ok(u.take_timer_fired())
+            }
+            ActiveBackend::Epoll(e) => e.turn(&mut delivery, timeout).map(|()| false),
+        }
     }
 
     /// Whether [`turn_with_timer`](Self::turn_with_timer) keeps the core's timer in the

@@ -78,16 +78,20 @@ impl CoreShared {
         self.waker.wake();
     }
 
+    /// Whether anything was injected since the last call (then `take_injected` has it).
+    #[inline]
+    fn take_has_injected(&self) -> bool {
+        self.has_inject.swap(false, Ordering::SeqCst)
+    }
+
     fn take_injected(&self, into: &mut Vec<Remote>) {
-        if self.has_inject.swap(false, Ordering::SeqCst) {
-            if let Some(q) = self
-                .inject
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .as_mut()
-            {
-                into.append(q);
-            }
+        if let Some(q) = self
+            .inject
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+        {
+            into.append(q);
         }
     }
 
@@ -314,7 +318,17 @@ impl Core {
         }
     }
 
+    /// Takes in what other threads sent. The flag is checked every turn; the queue is
+    /// only locked and drained when it is set.
+    #[inline]
     fn take_remote(&self, scratch: &mut Vec<Remote>) {
+        if self.shared.take_has_injected() {
+            self.take_remote_slow(scratch);
+        }
+    }
+
+    #[cold]
+    fn take_remote_slow(&self, scratch: &mut Vec<Remote>) {
         self.shared.take_injected(scratch);
         for r in scratch.drain(..) {
             match r {

@@ -360,21 +360,9 @@ impl Uring {
         d: &mut Delivery<'_>,
         timeout: Option<Duration>,
     ) -> io::Result<()> {
-        let mut rearm = std::mem::take(&mut self.rearm);
-        self.records.starved.take_rearmable(d.pool, &mut rearm);
-        for id in rearm.drain(..) {
-            d.stats.pool_resumed += 1;
-            if d.table.get_mut(id).is_some_and(|s| s.backlogged) {
-                // Its reader is behind: it stays stopped until it catches up (`resume`).
-                self.records.scratch.get(id.index).pause = Pause::Stopped;
-                if let Some(slot) = d.table.get_mut(id) {
-                    slot.starved = false;
-                }
-                continue;
-            }
-            self.restart(d, id);
+        if self.records.starved.any() {
+            self.rearm_starved(d);
         }
-        self.rearm = rearm;
         self.push_unsubmitted(d);
         d.stats.enters += 1;
         let res = match timeout {
@@ -407,8 +395,12 @@ impl Uring {
             }
         }
         self.reap(d);
-        self.stop_backlogged(d);
-        d.stats.sq_full_flushes += std::mem::take(&mut self.sq_full_flushes);
+        if !d.backlogged.is_empty() {
+            self.stop_backlogged(d);
+        }
+        if self.sq_full_flushes != 0 {
+            d.stats.sq_full_flushes += std::mem::take(&mut self.sq_full_flushes);
+        }
         // The kernel kept CQEs that did not fit: flush and reap them too.
         while self.ring.submission().cq_overflow() {
             d.stats.cq_overflow_flushes += 1;
@@ -423,6 +415,26 @@ impl Uring {
             }
         }
         Ok(())
+    }
+
+    /// Re-arms the receives parked on an empty pool for which buffers came back.
+    #[cold]
+    fn rearm_starved(&mut self, d: &mut Delivery<'_>) {
+        let mut rearm = std::mem::take(&mut self.rearm);
+        self.records.starved.take_rearmable(d.pool, &mut rearm);
+        for id in rearm.drain(..) {
+            d.stats.pool_resumed += 1;
+            if d.table.get_mut(id).is_some_and(|s| s.backlogged) {
+                // Its reader is behind: it stays stopped until it catches up (`resume`).
+                self.records.scratch.get(id.index).pause = Pause::Stopped;
+                if let Some(slot) = d.table.get_mut(id) {
+                    slot.starved = false;
+                }
+                continue;
+            }
+            self.restart(d, id);
+        }
+        self.rearm = rearm;
     }
 
     /// Stops the receives whose consumers fell `BACKLOG` completions behind: an
