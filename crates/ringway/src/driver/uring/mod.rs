@@ -254,8 +254,11 @@ impl Uring {
             .nsec(abs.subsec_nanos());
         let ts: *const types::Timespec = &self.timer_ts;
         // The kernel copies the timespec when it prepares the SQE, during this turn's
-        // enter; `timer_ts` stays where it is (the backend is boxed) until then, and is
-        // only written again by a later arm, after that enter.
+        // enter; `timer_ts` stays where it is (the backend is boxed, and outlives the
+        // ring) until then. It is only written again by a later arm, after that enter;
+        // under SQPOLL the kernel's thread may prepare this SQE after that, and then
+        // reads the later arm's time, which is earlier (an arm only ever moves it
+        // earlier): the timer fires early once, which is harmless.
         let sqe = if update {
             opcode::TimeoutUpdate::new(TIMER_UD, ts)
                 .flags(types::TimeoutFlags::ABS)
