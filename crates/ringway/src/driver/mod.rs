@@ -47,7 +47,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use addr::RawAddr;
 pub use completion::{Completion, OpId};
@@ -528,18 +528,62 @@ impl Driver {
     ) -> io::Result<()> {
         self.stats.turns += 1;
         let mut timeout = timeout;
-        let deferred: Vec<_> = std::mem::take(&mut self.deferred);
-        if !deferred.is_empty() {
+        if !self.deferred.is_empty() {
             timeout = Some(Duration::ZERO);
-            for (t, c, last) in deferred {
-                sink(t, c, last);
-            }
+            self.hand_deferred(sink);
         }
         let (backend, mut delivery) = self.split(Some(sink));
         match backend {
             ActiveBackend::Uring(u) => u.turn(&mut delivery, timeout),
             ActiveBackend::Epoll(e) => e.turn(&mut delivery, timeout),
         }
+    }
+
+    /// Hands the token completions produced outside a turn to this turn's sink (out of
+    /// line: the executor's turns never have any).
+    #[cold]
+    fn hand_deferred(&mut self, sink: &mut dyn FnMut(u64, Completion, bool)) {
+        for (t, c, last) in std::mem::take(&mut self.deferred) {
+            sink(t, c, last);
+        }
+    }
+
+    /// The executor's turn: [`turn`](Self::turn) without a sink, waiting (unbounded)
+    /// or not. `wake_at` is the core's next timer deadline: on io_uring it is armed in
+    /// the ring (see `Uring::wake_at`), so the wait needs no timeout and the core no
+    /// clock; returns whether that timer fired (the core's timers may be due). Only
+    /// for drivers with [`kernel_timer`](Self::kernel_timer).
+    #[inline]
+    pub(crate) fn turn_with_timer(
+        &mut self,
+        wait: bool,
+        wake_at: Option<Instant>,
+    ) -> io::Result<bool> {
+        self.stats.turns += 1;
+        let mut timeout = if wait { None } else { Some(Duration::ZERO) };
+        if !self.deferred.is_empty() {
+            // Token completions (nobody's, on a core): as `turn` does, to no sink.
+            timeout = Some(Duration::ZERO);
+            self.hand_deferred(&mut |_, _, _| {});
+        }
+        // No sink: a token completion of this turn waits in `deferred` for the next.
+        let (backend, mut delivery) = self.split(None);
+        match backend {
+            ActiveBackend::Uring(u) => {
+                if let Some(at) = wake_at {
+                    u.wake_at(at);
+                }
+                u.turn(&mut delivery, timeout)?;
+                Ok(u.take_timer_fired())
+            }
+            ActiveBackend::Epoll(e) => e.turn(&mut delivery, timeout).map(|()| false),
+        }
+    }
+
+    /// Whether [`turn_with_timer`](Self::turn_with_timer) keeps the core's timer in the
+    /// kernel (io_uring); otherwise the core bounds each wait by its next deadline.
+    pub(crate) fn kernel_timer(&self) -> bool {
+        matches!(self.backend, ActiveBackend::Uring(_))
     }
 
     /// Call before closing `fd` yourself: the epoll backend forgets its registration (a

@@ -20,6 +20,12 @@ pub(crate) struct Starved {
 }
 
 impl Starved {
+    /// Whether any receive is parked (checked every turn, inline: almost never).
+    #[inline]
+    pub(super) fn any(&self) -> bool {
+        !self.parked.is_empty()
+    }
+
     /// Parks `id` until a buffer comes back.
     pub(super) fn park(&mut self, id: OpId) {
         self.parked.push_back(id);

@@ -2,8 +2,10 @@
 //!
 //! A loop turn runs every task that is ready, takes in what other threads sent (wakes,
 //! spawns), fires due timers, then makes exactly one driver call that submits the turn's
-//! I/O and waits for completions, bounded by the next timer deadline (zero if work is
-//! already waiting). Completions wake tasks; the next turn runs them.
+//! I/O and waits for completions (not at all if work is already waiting), bounded by the
+//! next timer deadline: on io_uring a timeout op in the ring, which says when the
+//! timers are due (no clock read in the other turns), on epoll the wait's timeout.
+//! Completions wake tasks; the next turn runs them.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -76,16 +78,20 @@ impl CoreShared {
         self.waker.wake();
     }
 
+    /// Whether anything was injected since the last call (then `take_injected` has it).
+    #[inline]
+    fn take_has_injected(&self) -> bool {
+        self.has_inject.swap(false, Ordering::SeqCst)
+    }
+
     fn take_injected(&self, into: &mut Vec<Remote>) {
-        if self.has_inject.swap(false, Ordering::SeqCst) {
-            if let Some(q) = self
-                .inject
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .as_mut()
-            {
-                into.append(q);
-            }
+        if let Some(q) = self
+            .inject
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+        {
+            into.append(q);
         }
     }
 
@@ -156,6 +162,8 @@ pub(crate) struct Core {
     pub(super) timers: RefCell<Timers>,
     queue: RunQueue,
     tasks: RefCell<Slab<TaskEntry>>,
+    /// The driver keeps the core's timer in the kernel (see `Driver::turn_with_timer`).
+    kernel_timer: bool,
 }
 
 /// Wakes `block_on`'s own future.
@@ -185,6 +193,7 @@ impl Core {
     pub(crate) fn new(shared: Arc<CoreShared>, driver: Driver) -> Rc<Core> {
         Rc::new(Core {
             shared,
+            kernel_timer: driver.kernel_timer(),
             driver: RefCell::new(driver),
             queue: RunQueue::default(),
             tasks: RefCell::new(Slab::new()),
@@ -309,7 +318,17 @@ impl Core {
         }
     }
 
+    /// Takes in what other threads sent. The flag is checked every turn; the queue is
+    /// only locked and drained when it is set.
+    #[inline]
     fn take_remote(&self, scratch: &mut Vec<Remote>) {
+        if self.shared.take_has_injected() {
+            self.take_remote_slow(scratch);
+        }
+    }
+
+    #[cold]
+    fn take_remote_slow(&self, scratch: &mut Vec<Remote>) {
         self.shared.take_injected(scratch);
         for r in scratch.drain(..) {
             match r {
@@ -319,19 +338,20 @@ impl Core {
         }
     }
 
-    /// Wakes the tasks whose timers are due; returns the next deadline.
-    fn fire_timers(&self, due: &mut Vec<Waker>) -> Option<Instant> {
-        let next = {
-            let mut timers = self.timers.borrow_mut();
-            if timers.is_empty() {
-                return None;
-            }
-            timers.take_due(Instant::now(), due)
-        };
+    /// Wakes the tasks whose timers are due at `now`; returns the next deadline.
+    fn fire_timers(&self, now: Instant, due: &mut Vec<Waker>) -> Option<Instant> {
+        let next = self.timers.borrow_mut().take_due(now, due);
         for w in due.drain(..) {
             w.wake();
         }
         next
+    }
+
+    /// Whether something other than a task wants the loop's attention: a wake or spawn
+    /// from another thread, the caller's own work (`ready_outside`), a shutdown.
+    #[inline]
+    fn wanted(&self, ready_outside: &dyn Fn() -> bool) -> bool {
+        self.shared.has_injected() || ready_outside() || self.shared.shutdown.load(Ordering::SeqCst)
     }
 
     /// One loop turn. `ready_outside` says the caller has work of its own waiting (the
@@ -339,22 +359,31 @@ impl Core {
     fn turn(&self, scratch: &mut Scratch, ready_outside: &dyn Fn() -> bool) -> io::Result<()> {
         let more = self.run_tasks();
         self.take_remote(&mut scratch.remote);
-        let next_timer = self.fire_timers(&mut scratch.due);
+        if self.kernel_timer {
+            return self.turn_kernel_timer(more, scratch, ready_outside);
+        }
+        // One reading of the clock, for the timers and for the wait's bound; none
+        // without timers.
+        let (now, next_timer) = if self.timers.borrow().is_empty() {
+            (None, None)
+        } else {
+            let now = Instant::now();
+            (Some(now), self.fire_timers(now, &mut scratch.due))
+        };
         let busy = more || !self.queue.is_empty() || ready_outside();
         let timeout = if busy {
             Some(Duration::ZERO)
         } else {
-            next_timer.map(|t| t.saturating_duration_since(Instant::now()))
+            next_timer
+                .zip(now)
+                .map(|(t, now)| t.saturating_duration_since(now))
         };
         let sleeping = timeout != Some(Duration::ZERO);
         let waker = &self.shared.waker;
         let timeout = if sleeping {
             waker.set_sleeping(true);
             // Re-check after announcing sleep: see DriverWaker::set_sleeping.
-            if self.shared.has_injected()
-                || ready_outside()
-                || self.shared.shutdown.load(Ordering::SeqCst)
-            {
+            if self.wanted(ready_outside) {
                 Some(Duration::ZERO)
             } else {
                 timeout
@@ -367,27 +396,58 @@ impl Core {
         if sleeping {
             waker.set_sleeping(false);
         }
-        match res {
-            Ok(()) => {
-                scratch.failures = 0;
-                Ok(())
-            }
-            Err(e) => {
-                scratch.failures += 1;
-                tracing::error!(error = %e, failures = scratch.failures, "driver turn failed");
-                if scratch.failures >= DRIVER_FAILURES_TOLERATED {
-                    return Err(io::Error::new(
-                        e.kind(),
-                        format!(
-                            "the driver failed {} turns in a row; last error: {e}",
-                            scratch.failures
-                        ),
-                    ));
-                }
-                std::thread::sleep(Duration::from_millis(1));
-                Ok(())
-            }
+        scratch.driver_result(res)
+    }
+
+    /// [`turn`](Self::turn) on a driver that keeps the core's timer in the kernel
+    /// (io_uring): the timers are looked at, and the clock read, only in a turn after
+    /// that timer fired, and the wait has no timeout. A wait that ends with nothing for
+    /// the core to do (only background sends finished, such as the one this turn's
+    /// enter submitted and the kernel completed at once) waits again at once, without
+    /// a turn around the loop.
+    fn turn_kernel_timer(
+        &self,
+        more: bool,
+        scratch: &mut Scratch,
+        ready_outside: &dyn Fn() -> bool,
+    ) -> io::Result<()> {
+        let mut next_timer = if std::mem::take(&mut scratch.timer_fired) {
+            self.fire_timers(Instant::now(), &mut scratch.due)
+        } else {
+            self.timers.borrow().next_wake()
+        };
+        let busy = more || !self.queue.is_empty() || ready_outside();
+        let waker = &self.shared.waker;
+        let sleeping = !busy;
+        if sleeping {
+            waker.set_sleeping(true);
         }
+        // Re-check after announcing sleep: see DriverWaker::set_sleeping.
+        let mut wait = sleeping && !self.wanted(ready_outside);
+        let res = loop {
+            let fired = match self.driver.borrow_mut().turn_with_timer(wait, next_timer) {
+                Ok(fired) => fired,
+                Err(e) => break Err(e),
+            };
+            scratch.timer_fired = fired;
+            if !wait || fired || !self.queue.is_empty() {
+                break Ok(());
+            }
+            // Nothing woke. Sleep again, announced and re-checked as before.
+            waker.set_sleeping(true);
+            if self.wanted(ready_outside) {
+                break Ok(());
+            }
+            // What ran in the reap (a finished send's buffer dropped) is unlikely to have
+            // made a timer, but one it made is armed like any.
+            next_timer = self.timers.borrow().next_wake();
+            wait = true;
+        };
+        self.timers.borrow_mut().forget_now(); // the wait made the turn clock stale
+        if sleeping {
+            waker.set_sleeping(false);
+        }
+        scratch.driver_result(res)
     }
 
     /// Runs the loop until `fut` completes.
@@ -463,4 +523,34 @@ struct Scratch {
     due: Vec<Waker>,
     /// Driver turns failed in a row.
     failures: u32,
+    /// The core's timer in the kernel fired: the next turn looks at the timers.
+    timer_fired: bool,
+}
+
+impl Scratch {
+    /// What the loop makes of a driver turn's result: a failure is tolerated (and
+    /// logged) up to `DRIVER_FAILURES_TOLERATED` in a row.
+    fn driver_result(&mut self, res: io::Result<()>) -> io::Result<()> {
+        match res {
+            Ok(()) => {
+                self.failures = 0;
+                Ok(())
+            }
+            Err(e) => {
+                self.failures += 1;
+                tracing::error!(error = %e, failures = self.failures, "driver turn failed");
+                if self.failures >= DRIVER_FAILURES_TOLERATED {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!(
+                            "the driver failed {} turns in a row; last error: {e}",
+                            self.failures
+                        ),
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(1));
+                Ok(())
+            }
+        }
+    }
 }

@@ -1,8 +1,11 @@
 //! Time: [`sleep`], [`timeout`], [`interval`] and the turn clock [`now`].
 //!
-//! Each core keeps one timer structure; the nearest deadline bounds the driver's wait,
-//! so a timer costs no syscall of its own. A timer fires at the first loop turn after
-//! its deadline: late by at most one turn, never early.
+//! Each core keeps one timer structure. On io_uring its nearest deadline is one
+//! absolute `TIMEOUT` op in the ring (moved earlier in place when a nearer one comes):
+//! the core looks at its timers, and reads the clock, only in the turn after it fires.
+//! On epoll the nearest deadline bounds the driver's wait. Either way a timer costs no
+//! syscall of its own, and fires at the first loop turn after its deadline: late by at
+//! most one turn, never early.
 //!
 //! ## The turn clock
 //!

@@ -26,6 +26,10 @@ fn clock_reads() -> u64 {
     with_timers(|t| t.clock_reads)
 }
 
+fn due_passes() -> u64 {
+    with_timers(|t| t.due_passes)
+}
+
 #[test]
 fn the_turn_clock_is_read_once_per_turn_and_never_runs_ahead() {
     on_both(|| {
@@ -116,4 +120,60 @@ fn entering_a_core_again_reads_the_clock_afresh() {
         second >= first + Duration::from_millis(5),
         "block_on reused the turn clock of an earlier call"
     );
+}
+
+#[test]
+fn on_io_uring_the_timers_are_looked_at_only_when_the_kernel_says_one_is_due() {
+    let Ok(rt) = Runtime::builder()
+        .worker_threads(1)
+        .backend(Backend::Uring)
+        .build()
+    else {
+        return; // no io_uring here: nothing to check
+    };
+    rt.block_on(async {
+        // A timer far off, as a server's idle deadline is.
+        let far = crate::spawn(sleep(Duration::from_secs(60)));
+        crate::runtime::yield_now().await;
+        let before = due_passes();
+        for _ in 0..200 {
+            crate::runtime::yield_now().await;
+        }
+        // Once per turn would be 200 (as on epoll, where each wait is bounded by the
+        // next deadline, read against the clock).
+        assert!(
+            due_passes() - before < 10,
+            "{} looks at the timers in 200 turns with none due",
+            due_passes() - before
+        );
+        drop(far);
+    });
+}
+
+#[test]
+fn a_nearer_timer_moves_the_cores_wake_up_earlier() {
+    // On its own thread, so that a sleep stuck behind the far timer fails the test
+    // rather than holding it for an hour.
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        on_both(|| {
+            Box::pin(async {
+                // The core's wake-up is set for an hour from now; a 5 ms sleep made after
+                // it must not wait for that (io_uring moves the kernel's timer earlier).
+                let far = crate::spawn(sleep(Duration::from_secs(3600)));
+                crate::runtime::yield_now().await;
+                crate::runtime::yield_now().await;
+                let made = Instant::now();
+                sleep(Duration::from_millis(5)).await;
+                assert!(made.elapsed() >= Duration::from_millis(5));
+                // And again, once that timer has fired: a fresh one is armed.
+                sleep(Duration::from_millis(5)).await;
+                drop(far);
+            })
+        });
+        let _ = done.send(());
+    });
+    finished
+        .recv_timeout(Duration::from_secs(120))
+        .expect("a 5 ms sleep waited for the core's hour-long timer");
 }

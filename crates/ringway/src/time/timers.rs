@@ -2,8 +2,9 @@
 //!
 //! Timers live in a slab (their key is a slab index and a sequence number, so a stale
 //! key cannot reach the next timer in that slot) and are ordered by a binary min-heap of
-//! `(deadline, key)` items. The nearest deadline becomes the timeout of the driver's
-//! wait: no timerfd, no syscall of its own.
+//! `(deadline, key)` items. The nearest deadline ([`Timers::next_wake`]) becomes the
+//! core's timer in the ring (io_uring) or the timeout of the driver's wait (epoll): no
+//! timerfd, no syscall of its own.
 //!
 //! The heap is lazy, because timers are mostly removed before they fire (a request's
 //! header timeout, say) and mostly moved later (a connection's idle deadline):
@@ -101,6 +102,9 @@ pub(crate) struct Timers {
     /// Passes over the slab to file far timers.
     #[cfg(test)]
     far_passes: u64,
+    /// Calls of `take_due`: the core's looks at its timers.
+    #[cfg(test)]
+    pub(super) due_passes: u64,
 }
 
 /// Below this many dead items the heap is never rebuilt.
@@ -128,6 +132,8 @@ impl Timers {
             clock_reads: 0,
             #[cfg(test)]
             far_passes: 0,
+            #[cfg(test)]
+            due_passes: 0,
         }
     }
 
@@ -342,6 +348,10 @@ impl Timers {
     /// it, so removing a timer never costs a pop, and at worst the driver wakes once,
     /// early, for a timer that is gone.
     pub(crate) fn take_due(&mut self, now: Instant, due: &mut Vec<Waker>) -> Option<Instant> {
+        #[cfg(test)]
+        {
+            self.due_passes += 1;
+        }
         if self.far_min.is_some_and(|m| m <= now + HORIZON) {
             self.file_far(now);
         }
@@ -386,6 +396,19 @@ impl Timers {
                 continue;
             }
             due.push(self.entries.remove(index as usize).waker);
+        }
+    }
+
+    /// When [`take_due`](Self::take_due) must run next, read without the clock: the
+    /// earliest heap item (which may be a dead or moved timer's: then a pass finds
+    /// nothing due, and says when to look again) or the far timers' bound, whichever
+    /// is first; `None` with no timer at all. Nothing is due before it.
+    #[inline]
+    pub(crate) fn next_wake(&self) -> Option<Instant> {
+        let top = self.heap.peek().map(|it| it.deadline);
+        match (top, self.far_min) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 

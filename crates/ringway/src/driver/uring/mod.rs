@@ -2,14 +2,16 @@
 //!
 //! One ring per core, set up by [`probe`](super::probe) with the best flags the kernel
 //! takes. Each turn is exactly one `io_uring_enter`: it submits every queued SQE and
-//! waits (with the next deadline as an `EXT_ARG` timeout) in the same call. The only
-//! other enters happen when the submission queue is full (we flush it to make room) or
-//! the completion queue overflowed (we drain the kernel's backlog).
+//! waits in the same call. The executor's wait has no timeout (the core's next
+//! deadline is a `TIMEOUT` op in the ring, see `Uring::wake_at`); the low-level face's
+//! `turn` passes its own as an `EXT_ARG` timeout. The only other enters happen when the
+//! submission queue is full (we flush it to make room) or the completion queue
+//! overflowed (we drain the kernel's backlog).
 //!
 //! `user_data` is the slot's [`OpId`]; values with the slot index `u32::MAX` are the
-//! driver's own: the wake-up read on the eventfd, cancels and linked timeouts, whose
-//! completions need no routing; values with `u32::MAX - 1` are background sends, which
-//! have no slot (see [`background`]).
+//! driver's own: the wake-up read on the eventfd, the core's timer, cancels and linked
+//! timeouts, whose completions need no routing; values with `u32::MAX - 1` are
+//! background sends, which have no slot (see [`background`]).
 //!
 //! How each op becomes an SQE is the op's own business (`UringOp` in `driver::op`);
 //! this file owns the ring, the order of submission, and what a CQE means for the
@@ -24,7 +26,7 @@ pub(crate) use scratch::UringScratch;
 
 use std::io;
 use std::os::fd::RawFd;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
@@ -38,6 +40,10 @@ const INTERNAL: u64 = u32::MAX as u64;
 const WAKE_UD: u64 = (1 << 32) | INTERNAL;
 const CANCEL_UD: u64 = (2 << 32) | INTERNAL;
 const TIMEOUT_UD: u64 = (3 << 32) | INTERNAL;
+/// The core's timer (see [`Uring::wake_at`]).
+const TIMER_UD: u64 = (4 << 32) | INTERNAL;
+/// A move of the core's timer to an earlier time; its CQE needs no routing.
+const TIMER_UPDATE_UD: u64 = (5 << 32) | INTERNAL;
 
 /// The buffer group id of the core's provided-buffer ring.
 pub(crate) const BGID: u16 = 0;
@@ -73,6 +79,11 @@ pub(crate) struct Uring {
     rearm: Vec<OpId>,
     /// Counted here (push has no stats at hand) and folded into the stats each turn.
     sq_full_flushes: u64,
+    /// The core's timer: the time it is armed for (see [`wake_at`](Self::wake_at)).
+    timer_ts: types::Timespec,
+    /// An `Instant` and the `CLOCK_MONOTONIC` time read just after it, to turn a
+    /// deadline into the kernel's absolute time without reading the clock.
+    clock_base: (Instant, Duration),
 }
 
 /// Everything the ring's completions are routed with, apart from the ring: a batch of
@@ -95,6 +106,11 @@ struct Records {
     unsubmitted: Vec<OpId>,
     /// The eventfd read completed during this reap: re-armed once the queue is let go.
     wake_read: bool,
+    /// The core's timer is in the kernel, due at this time (or earlier: a move to an
+    /// earlier time is on its way); `None` once its CQE has come.
+    timer_armed: Option<Instant>,
+    /// The core's timer's CQE came: its timers may be due.
+    timer_fired: bool,
 }
 
 impl Uring {
@@ -108,11 +124,15 @@ impl Uring {
                 starved: Starved::default(),
                 unsubmitted: Vec::new(),
                 wake_read: false,
+                timer_armed: None,
+                timer_fired: false,
             },
             wake_fd,
             wake_buf: Box::leak(Box::new(0)),
             rearm: Vec::new(),
             sq_full_flushes: 0,
+            timer_ts: types::Timespec::new(),
+            clock_base: clock_base(),
         };
         u.arm_wake();
         u
@@ -208,6 +228,58 @@ impl Uring {
         std::mem::forget(std::mem::take(&mut self.records.background));
     }
 
+    /// Makes the core's timer fire at `at` at the latest: one `TIMEOUT` op with an
+    /// absolute time, moved earlier in place (`TIMEOUT_UPDATE`) when a nearer deadline
+    /// comes, left alone when `at` is later (it then fires early, once, which costs the
+    /// core one look at its timers). Its CQE says the core's timers may be due
+    /// ([`take_timer_fired`](Self::take_timer_fired)): the core reads the clock only
+    /// then, not every turn, and the turn's wait needs no timeout of its own.
+    #[inline]
+    pub(crate) fn wake_at(&mut self, at: Instant) {
+        let armed = self.records.timer_armed;
+        if armed.is_some_and(|armed| armed <= at) {
+            return;
+        }
+        self.arm_timer(at, armed.is_some());
+    }
+
+    #[cold]
+    fn arm_timer(&mut self, at: Instant, update: bool) {
+        // `CLOCK_MONOTONIC`, which is `Instant`'s clock on Linux: the base's kernel time
+        // was read after its `Instant`, so the time armed is never before `at`.
+        let (base, mono) = self.clock_base;
+        let abs = mono + at.saturating_duration_since(base);
+        self.timer_ts = types::Timespec::new()
+            .sec(abs.as_secs())
+            .nsec(abs.subsec_nanos());
+        let ts: *const types::Timespec = &self.timer_ts;
+        // The kernel copies the timespec when it prepares the SQE, during this turn's
+        // enter; `timer_ts` stays where it is (the backend is boxed, and outlives the
+        // ring) until then. It is only written again by a later arm, after that enter;
+        // under SQPOLL the kernel's thread may prepare this SQE after that, and then
+        // reads the later arm's time, which is earlier (an arm only ever moves it
+        // earlier): the timer fires early once, which is harmless.
+        let sqe = if update {
+            opcode::TimeoutUpdate::new(TIMER_UD, ts)
+                .flags(types::TimeoutFlags::ABS)
+                .build()
+                .user_data(TIMER_UPDATE_UD)
+        } else {
+            opcode::Timeout::new(ts)
+                .flags(types::TimeoutFlags::ABS)
+                .build()
+                .user_data(TIMER_UD)
+        };
+        self.records.timer_armed = Some(at);
+        self.push(sqe);
+    }
+
+    /// Whether the core's timer fired since the last call.
+    #[inline]
+    pub(crate) fn take_timer_fired(&mut self) -> bool {
+        std::mem::take(&mut self.records.timer_fired)
+    }
+
     /// Starts an operation again (see [`Records::restart`]).
     fn restart(&mut self, d: &mut Delivery<'_>, id: OpId) {
         self.records.restart(d, id);
@@ -291,21 +363,9 @@ impl Uring {
         d: &mut Delivery<'_>,
         timeout: Option<Duration>,
     ) -> io::Result<()> {
-        let mut rearm = std::mem::take(&mut self.rearm);
-        self.records.starved.take_rearmable(d.pool, &mut rearm);
-        for id in rearm.drain(..) {
-            d.stats.pool_resumed += 1;
-            if d.table.get_mut(id).is_some_and(|s| s.backlogged) {
-                // Its reader is behind: it stays stopped until it catches up (`resume`).
-                self.records.scratch.get(id.index).pause = Pause::Stopped;
-                if let Some(slot) = d.table.get_mut(id) {
-                    slot.starved = false;
-                }
-                continue;
-            }
-            self.restart(d, id);
+        if self.records.starved.any() {
+            self.rearm_starved(d);
         }
-        self.rearm = rearm;
         self.push_unsubmitted(d);
         d.stats.enters += 1;
         let res = match timeout {
@@ -338,8 +398,12 @@ impl Uring {
             }
         }
         self.reap(d);
-        self.stop_backlogged(d);
-        d.stats.sq_full_flushes += std::mem::take(&mut self.sq_full_flushes);
+        if !d.backlogged.is_empty() {
+            self.stop_backlogged(d);
+        }
+        if self.sq_full_flushes != 0 {
+            d.stats.sq_full_flushes += std::mem::take(&mut self.sq_full_flushes);
+        }
         // The kernel kept CQEs that did not fit: flush and reap them too.
         while self.ring.submission().cq_overflow() {
             d.stats.cq_overflow_flushes += 1;
@@ -354,6 +418,26 @@ impl Uring {
             }
         }
         Ok(())
+    }
+
+    /// Re-arms the receives parked on an empty pool for which buffers came back.
+    #[cold]
+    fn rearm_starved(&mut self, d: &mut Delivery<'_>) {
+        let mut rearm = std::mem::take(&mut self.rearm);
+        self.records.starved.take_rearmable(d.pool, &mut rearm);
+        for id in rearm.drain(..) {
+            d.stats.pool_resumed += 1;
+            if d.table.get_mut(id).is_some_and(|s| s.backlogged) {
+                // Its reader is behind: it stays stopped until it catches up (`resume`).
+                self.records.scratch.get(id.index).pause = Pause::Stopped;
+                if let Some(slot) = d.table.get_mut(id) {
+                    slot.starved = false;
+                }
+                continue;
+            }
+            self.restart(d, id);
+        }
+        self.rearm = rearm;
     }
 
     /// Stops the receives whose consumers fell `BACKLOG` completions behind: an
@@ -434,6 +518,10 @@ impl Records {
         if ud as u32 == INTERNAL as u32 {
             if ud == WAKE_UD {
                 self.wake_read = true;
+            } else if ud == TIMER_UD {
+                // Fired (or cancelled with the ring): out of the kernel either way.
+                self.timer_armed = None;
+                self.timer_fired = true;
             }
             // Cancels and linked timeouts need no routing.
             return;
@@ -624,6 +712,18 @@ impl Records {
         }
         Some(c)
     }
+}
+
+/// An `Instant` and the `CLOCK_MONOTONIC` time read after it (see `Uring::clock_base`).
+fn clock_base() -> (Instant, Duration) {
+    let base = Instant::now();
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes one timespec into `ts`, which lives across the call.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (base, Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
 }
 
 /// Pushes one SQE, handing the queue to the kernel first if it is full.
