@@ -15,12 +15,10 @@ thread_local! {
     static FREE: RefCell<Vec<HeaderMap>> = const { RefCell::new(Vec::new()) };
 }
 
-/// An empty map: a reused one if the core has one.
-pub(crate) fn take() -> HeaderMap {
-    FREE.try_with(|f| f.borrow_mut().pop())
-        .ok()
-        .flatten()
-        .unwrap_or_default()
+/// A reused empty map, if the core has one.
+#[inline]
+pub(crate) fn take() -> Option<HeaderMap> {
+    FREE.try_with(|f| f.borrow_mut().pop()).ok().flatten()
 }
 
 /// Keeps `map` (emptied) for a later [`take`].

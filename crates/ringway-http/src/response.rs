@@ -224,7 +224,7 @@ impl<'a> Responder<'a> {
         let s = &mut self.slot;
         s.status = p.status.as_u16();
         s.context.put_prepared_head(s.out, p);
-        let close = end_head(s, None);
+        let close = end_bare(s);
         let mut sent = 0;
         if !s.info.head && !p.body.is_empty() {
             put_small(s.out, &p.body);
@@ -241,11 +241,12 @@ impl<'a> Responder<'a> {
 
     /// Writes a whole `http` response. Its field map is kept by the core for the next
     /// request's.
+    #[inline]
     pub fn send(self, resp: Response<Body>) -> Written {
         let (parts, body) = resp.into_parts();
         let mut head = self.status(parts.status);
         for (name, value) in parts.headers.iter() {
-            head = head.header(name, value);
+            head.put_header(name, value);
         }
         crate::header_maps::give(parts.headers);
         head.body(body)
@@ -255,12 +256,19 @@ impl<'a> Responder<'a> {
 impl<'a> ResponseHead<'a> {
     /// Adds a field (dropped if it is one the server writes itself).
     #[inline]
-    pub fn header(self, name: &HeaderName, value: &HeaderValue) -> Self {
+    pub fn header(mut self, name: &HeaderName, value: &HeaderValue) -> Self {
+        self.put_header(name, value);
+        self
+    }
+
+    /// [`header`](Self::header) in place (a loop over a map's fields does not move the
+    /// head at every one).
+    #[inline]
+    fn put_header(&mut self, name: &HeaderName, value: &HeaderValue) {
         let name = name.as_str().as_bytes();
         if !is_servers_field(name, &self.slot.context.prefix) {
             put_field(self.slot.out, name, value.as_bytes());
         }
-        self
     }
 
     /// Ends with `body` as the whole body (`Content-Length`).
@@ -335,18 +343,46 @@ pub(crate) fn has_no_body(status: u16) -> bool {
 /// after this response.
 #[inline]
 fn end_head(s: &mut Slot<'_>, framing: Option<StreamFraming>) -> bool {
+    /// The most this writes: `content-length: ` and 20 digits, CR LF, then
+    /// `connection: keep-alive` CR LF CR LF.
+    const MOST: usize = 16 + 20 + 2 + 26;
     let out = &mut *s.out;
     let mut close = s.info.close || s.context.down.get();
-    match framing {
-        Some(StreamFraming::Length(n)) => {
-            out.extend_from_slice(b"content-length: ");
-            push_u64(out, n);
-            out.extend_from_slice(b"\r\n");
-        }
-        Some(StreamFraming::Chunked) => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
-        Some(StreamFraming::Close) => close = true,
-        None => {}
+    if framing == Some(StreamFraming::Close) {
+        close = true;
     }
+    // One reservation, then stores: appending each piece would check the capacity
+    // (and call `memcpy`) for each.
+    out.reserve(MOST);
+    let len = out.len();
+    // SAFETY: `reserve` made room for `MOST` bytes after `len`; what is written below
+    // is fewer (counted in the comments), all of it before `set_len` covers it.
+    unsafe {
+        let start = out.as_mut_ptr().add(len);
+        let mut p = start;
+        match framing {
+            // 16 + at most 20 + 2.
+            Some(StreamFraming::Length(n)) => {
+                p = put_bytes(p, b"content-length: ");
+                p = p.add(write_dec(p, n));
+                p = put_bytes(p, b"\r\n");
+            }
+            // 28.
+            Some(StreamFraming::Chunked) => p = put_bytes(p, b"transfer-encoding: chunked\r\n"),
+            Some(StreamFraming::Close) | None => {}
+        }
+        p = end_line(p, close, s.info.version);
+        out.set_len(len + p.offset_from(start) as usize);
+    }
+    close
+}
+
+/// [`end_head`] without framing fields (a prepared response has its own): the end of
+/// the head only.
+#[inline]
+fn end_bare(s: &mut Slot<'_>) -> bool {
+    let out = &mut *s.out;
+    let close = s.info.close || s.context.down.get();
     if close {
         out.extend_from_slice(b"connection: close\r\n\r\n");
     } else if s.info.version == Version::HTTP_10 {
@@ -355,6 +391,66 @@ fn end_head(s: &mut Slot<'_>, framing: Option<StreamFraming>) -> bool {
         out.extend_from_slice(b"\r\n");
     }
     close
+}
+
+/// Writes the end of a head at `p` (`Connection` where needed, then the empty line);
+/// returns the end of what it wrote.
+///
+/// # Safety
+///
+/// `p` must be valid for writes of 26 bytes.
+#[inline(always)]
+unsafe fn end_line(p: *mut u8, close: bool, version: Version) -> *mut u8 {
+    // SAFETY: at most 26 bytes written at `p` (the caller's promise).
+    unsafe {
+        if close {
+            put_bytes(p, b"connection: close\r\n\r\n")
+        } else if version == Version::HTTP_10 {
+            put_bytes(p, b"connection: keep-alive\r\n\r\n")
+        } else {
+            put_bytes(p, b"\r\n")
+        }
+    }
+}
+
+/// Writes the constant `b` at `p`; returns the end of what it wrote.
+///
+/// # Safety
+///
+/// `p` must be valid for writes of `N` bytes.
+#[inline(always)]
+unsafe fn put_bytes<const N: usize>(p: *mut u8, b: &[u8; N]) -> *mut u8 {
+    // SAFETY: the caller's promise.
+    unsafe {
+        p.cast::<[u8; N]>().write_unaligned(*b);
+        p.add(N)
+    }
+}
+
+/// Writes `n` in decimal at `p`; returns how many bytes it took.
+///
+/// # Safety
+///
+/// `p` must be valid for writes of 20 bytes.
+#[inline(always)]
+unsafe fn write_dec(p: *mut u8, n: u64) -> usize {
+    // SAFETY: at most 20 bytes written at `p` (the caller's promise).
+    unsafe {
+        // The common case, a small body: without the general loop.
+        if n < 10 {
+            *p = b'0' + n as u8;
+            return 1;
+        }
+        if n < 100 {
+            p.cast::<[u8; 2]>()
+                .write_unaligned([b'0' + (n / 10) as u8, b'0' + (n % 10) as u8]);
+            return 2;
+        }
+        let mut buf = [0u8; 20];
+        let k = put_dec(&mut buf, n);
+        std::ptr::copy_nonoverlapping(buf.as_ptr(), p, k);
+        k
+    }
 }
 
 /// Appends a minimal error response (which always closes the connection).
@@ -421,11 +517,21 @@ pub(crate) fn is_servers_field(name: &[u8], prefix: &[u8]) -> bool {
 /// Appends the field line `name: value` CR LF.
 #[inline]
 fn put_field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
-    out.reserve(name.len() + value.len() + 4);
-    put_small(out, name);
-    out.extend_from_slice(b": ");
-    put_small(out, value);
-    out.extend_from_slice(b"\r\n");
+    let (n, v) = (name.len(), value.len());
+    out.reserve(n + v + 4);
+    let len = out.len();
+    // SAFETY: `reserve` made room for the `n + v + 4` bytes written after `len`, all
+    // of them initialised before `set_len` covers them.
+    unsafe {
+        let dst = out.as_mut_ptr().add(len);
+        copy_small(dst, name);
+        dst.add(n).cast::<[u8; 2]>().write_unaligned(*b": ");
+        copy_small(dst.add(n + 2), value);
+        dst.add(n + 2 + v)
+            .cast::<[u8; 2]>()
+            .write_unaligned(*b"\r\n");
+        out.set_len(len + n + v + 4);
+    }
 }
 
 /// Appends `b`. Field names and values are mostly a few bytes long, and a call to
@@ -440,14 +546,31 @@ fn put_small(out: &mut Vec<u8>, b: &[u8]) {
     }
     out.reserve(n);
     let len = out.len();
-    let src = b.as_ptr();
-    // SAFETY: `reserve` made room for `n` more bytes after `len`; every read is within
-    // `b` (the two 8- or 4-byte halves overlap when `n` is not twice their size), every
-    // write within the reserved room, and the `n` bytes are initialised before
+    // SAFETY: `reserve` made room for `n` more bytes after `len`, initialised before
     // `set_len` covers them.
     unsafe {
-        let dst = out.as_mut_ptr().add(len);
-        if n >= 8 {
+        copy_small(out.as_mut_ptr().add(len), b);
+        out.set_len(len + n);
+    }
+}
+
+/// Copies `b` to `dst`: up to 16 bytes with two overlapping loads and stores, more
+/// with `memcpy`.
+///
+/// # Safety
+///
+/// `dst` must be valid for writes of `b.len()` bytes, and not overlap `b`.
+#[inline(always)]
+unsafe fn copy_small(dst: *mut u8, b: &[u8]) {
+    let n = b.len();
+    let src = b.as_ptr();
+    // SAFETY: every read is within `b` (the two 8- or 4-byte halves overlap when `n`
+    // is not twice their size), every write within the `n` bytes at `dst` (the
+    // caller's promise).
+    unsafe {
+        if n > 16 {
+            std::ptr::copy_nonoverlapping(src, dst, n);
+        } else if n >= 8 {
             let head = src.cast::<u64>().read_unaligned();
             let tail = src.add(n - 8).cast::<u64>().read_unaligned();
             dst.cast::<u64>().write_unaligned(head);
@@ -462,7 +585,6 @@ fn put_small(out: &mut Vec<u8>, b: &[u8]) {
                 *dst.add(i) = *src.add(i);
             }
         }
-        out.set_len(len + n);
     }
 }
 
