@@ -33,6 +33,14 @@
 #        SHAPES="c50 p16" which loads (c50: one request at a time; p16: pipelined x16)
 #        VERBOSE=1       print every window as it is measured (on stderr)
 #        SKIP_BUILD=1    use the binaries already built
+#        CLIENT=load     drive the wall-clock loads with `ringway load` (the bench suite's
+#                        client: -c 50, -p 16 for p16) instead of wrk -t1 (the callgrind
+#                        counts always use wrk). On this 2-core machine wrk -t1 runs its
+#                        core at 99% and is slower than hyper on ringway: that server
+#                        then idles ~10% of the time and sleeps and wakes about once per
+#                        two requests, which its CPU per request pays for, while the
+#                        slower tokio server stays nearer saturation. `ringway load`
+#                        saturates both, so the ratio compares the work per request.
 # Needs wrk (apt-get install wrk) and, for the counts, valgrind (apt-get install valgrind).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -87,11 +95,33 @@ wait_port() {
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 user_ticks() { awk '{print $14}' "/proc/$1/stat"; }
 
-run_wrk() { # SHAPE SECONDS URL -> wrk's output
+CLIENT=${CLIENT:-wrk}
+case "$CLIENT" in wrk | load) ;; *) echo "compare.sh: CLIENT is wrk or load, not '$CLIENT'" >&2; exit 2 ;; esac
+
+run_wrk() { # SHAPE SECONDS URL -> wrk's output (or, CLIENT=load, the lines of it read here)
+  if [ "$CLIENT" = load ]; then
+    run_load "$@"
+    return
+  fi
   case "$1" in
     c50) taskset -c 1 $PRIO wrk -t1 -c50 -d"$2s" "$3" ;;
     p16) taskset -c 1 $PRIO wrk -t1 -c50 -d"$2s" -s $B/pipeline.lua "$3" ;;
   esac
+}
+
+# `ringway load` with the shape, its JSON report printed as the lines of wrk's output
+# this script reads ("N requests in", "Requests/sec: R", "Socket errors" on errors).
+run_load() { # SHAPE SECONDS URL
+  local depth=1
+  [ "$1" = p16 ] && depth=16
+  taskset -c 1 $PRIO target/release/ringway load -c 50 -p $depth -d "$2s" --json --no-progress "$3" |
+    python3 -c 'import json, sys
+r = json.load(sys.stdin)
+print(r["requests"], "requests in")
+print("Requests/sec:", r["rps"])
+errors = sum(r.get("errors", {}).values())
+if errors:
+    print("Socket errors:", r["errors"])'
 }
 
 stop() { kill -TERM "$1" 2>/dev/null || true; sleep 0.3; kill -KILL "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
@@ -238,7 +268,9 @@ cpu_ratio() {
 }
 
 echo
-echo "hyper hello, server on CPU 0, wrk -t1 -c50 on CPU 1, ${D}s per load, $ROUNDS round(s), ${PRIO:-default priority} ($(date -u +%F), load average $(cut -d' ' -f1-3 /proc/loadavg))"
+client="wrk -t1 -c50"
+[ "$CLIENT" = load ] && client="ringway load -c 50"
+echo "hyper hello, server on CPU 0, $client on CPU 1 (callgrind counts: wrk), ${D}s per load, $ROUNDS round(s), ${PRIO:-default priority} ($(date -u +%F), load average $(cut -d' ' -f1-3 /proc/loadavg))"
 echo
 cpu_cell() { # PEER SHAPE -> "CPU (user USER)", or - without a wall-clock load
   if [ "${CPU[$1.$2]}" = - ]; then echo -; else echo "${CPU[$1.$2]} (user ${USR[$1.$2]})"; fi
