@@ -10,9 +10,10 @@
 #
 # Why: CPU per request compares servers' work only when both are saturated. On this
 # 2-core machine wrk -t1 runs its core at ~99% and offers ~110k req/s, which hyper on
-# ringway serves with ~10% of its core idle, sleeping and waking about once per two
-# requests (io_uring_enter ~0.5 per request), while hyper on tokio, slower, stays
-# nearer saturation; `ringway load` has headroom, and both servers saturate.
+# ringway serves with 3-10% of its core idle, entering the kernel to wait about once
+# per two requests (io_uring_enter ~0.5 per request, 0.03 when saturated) and sleeping
+# every 15-40, while hyper on tokio, slower, stays nearer saturation; `ringway load`
+# has headroom, and both servers saturate.
 #
 # Usage: crates/ringway-compat/bench/clients.sh
 #   env: PEERS="bench-ringway bench-tokio"  (also compat-uring, tokio-ct, tokio-mt1,

@@ -37,9 +37,10 @@
 #                        client: -c 50, -p 16 for p16) instead of wrk -t1 (the callgrind
 #                        counts always use wrk). On this 2-core machine wrk -t1 runs its
 #                        core at 99% and is slower than hyper on ringway: that server
-#                        then idles ~10% of the time and sleeps and wakes about once per
-#                        two requests, which its CPU per request pays for, while the
-#                        slower tokio server stays nearer saturation. `ringway load`
+#                        then idles 3-10% of the time and waits in the kernel about once
+#                        per two requests (bench/clients.sh counts it), which its CPU per
+#                        request pays for, while the slower tokio server stays nearer
+#                        saturation. `ringway load`
 #                        saturates both, so the ratio compares the work per request.
 # Needs wrk (apt-get install wrk) and, for the counts, valgrind (apt-get install valgrind).
 set -euo pipefail
