@@ -17,8 +17,9 @@
 #
 # Usage: crates/ringway-compat/bench/clients.sh
 #   env: PEERS="bench-ringway bench-tokio"  (also compat-uring, tokio-ct, tokio-mt1,
-#                                           ringway-http; see compare.sh)
-#        ROUNDS=3  D=3 (seconds per window)  BIN=target/release
+#                                           ringway-http; see peers.sh)
+#        ROUNDS=3  D=3 (seconds per window)  BIN=DIR (the suite's peers and `ringway`;
+#        default target/release; the examples are always target/release/examples)
 # Needs wrk, perf and GNU time (apt-get install wrk linux-perf time); run as root for
 # the tracepoints. Builds nothing: build with compare.sh (or cargo) first.
 set -uo pipefail
@@ -34,17 +35,8 @@ PRIO=""
 if [ "$(id -u)" = 0 ]; then PRIO="nice -n -15"; fi
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{t += $1} END {printf "%.0f", t}'; }
-server_cmd() { # PEER ADDR
-  case $1 in
-    bench-ringway) echo "$B/http-hyper-ringway --threads 1 --backend uring --bind $2" ;;
-    bench-tokio) echo "$B/http-hyper --threads 1 --bind $2" ;;
-    compat-uring) echo "$B/examples/hello_hyper --threads 1 --backend uring --bind $2" ;;
-    tokio-ct) echo "$B/examples/hello_hyper_tokio --flavor current_thread --bind $2" ;;
-    tokio-mt1) echo "$B/examples/hello_hyper_tokio --flavor multi_thread --bind $2" ;;
-    ringway-http) echo "$B/ringway serve --hello --threads 1 --no-access-log --backend uring --bind $2" ;;
-    *) echo "clients.sh: unknown peer $1" >&2; exit 2 ;;
-  esac
-}
+# shellcheck source=crates/ringway-compat/bench/peers.sh
+source crates/ringway-compat/bench/peers.sh
 TIMES=$(mktemp)
 client() { # KIND PORT SECONDS -> requests completed
   case $1 in
