@@ -89,6 +89,11 @@ pub struct Headline {
     pub advantage: Option<f64>,
     /// The floor's value, when measured.
     pub floor: Option<f64>,
+    /// ringway's figure or the best peer's comes from rounds that were not clean (in
+    /// none did the client or the server keep its core busy: the host took time from
+    /// both, or the shape never saturates either, as one connection's ping-pong): the
+    /// sentence says so, as the tables mark such rows with `*`.
+    pub unclean: bool,
 }
 
 impl Headline {
@@ -123,7 +128,16 @@ impl Headline {
             .floor
             .map(|fl| format!("; the floor: {}", f.format(fl)))
             .unwrap_or_default();
-        format!("{} {mine} {}, {verdict}{floor}", self.who, f.label())
+        let unclean = if self.unclean {
+            " (* from rounds that were not clean)"
+        } else {
+            ""
+        };
+        format!(
+            "{} {mine} {}, {verdict}{floor}{unclean}",
+            self.who,
+            f.label()
+        )
     }
 }
 
@@ -133,9 +147,9 @@ pub fn headlines(results: &Results) -> Vec<Headline> {
     for (scenario, variant) in results.variants() {
         let figure = Figure::of(&scenario);
         let who = reference_peer(&scenario);
-        let Some(mine) = results
+        let Some((mine, mine_unclean)) = results
             .row(who, &scenario, &variant)
-            .and_then(|r| figure.value(r))
+            .and_then(|r| figure.value(r).map(|v| (v, r.from_unclean)))
         else {
             continue;
         };
@@ -144,16 +158,18 @@ pub fn headlines(results: &Results) -> Vec<Headline> {
             .iter()
             .filter(|r| r.scenario == scenario && r.variant == variant)
             .filter(|r| r.peer != who && r.peer != FLOOR)
-            .filter_map(|r| figure.value(r).map(|v| (r.peer.clone(), v)));
-        let best = others.fold(None::<(String, f64)>, |acc, (p, v)| match acc {
+            .filter_map(|r| figure.value(r).map(|v| (r, v)));
+        let best = others.fold(None::<(&Row, f64)>, |acc, (r, v)| match acc {
             Some((_, bv))
                 if (figure.higher_is_better() && bv >= v)
                     || (!figure.higher_is_better() && bv <= v) =>
             {
                 acc
             }
-            _ => Some((p, v)),
+            _ => Some((r, v)),
         });
+        let unclean = mine_unclean || best.is_some_and(|(r, _)| r.from_unclean);
+        let best = best.map(|(r, v)| (r.peer.clone(), v));
         let advantage = best.as_ref().map(|(_, v)| {
             if figure.higher_is_better() {
                 mine / v
@@ -172,6 +188,7 @@ pub fn headlines(results: &Results) -> Vec<Headline> {
             ringway: mine,
             best,
             advantage,
+            unclean,
         });
     }
     out
@@ -232,5 +249,49 @@ mod tests {
         );
         let s1 = h.iter().find(|h| h.scenario == "S1").unwrap();
         assert_eq!((s1.figure, s1.advantage), (Figure::P99, Some(2.0)));
+        assert!(h
+            .iter()
+            .all(|h| !h.unclean && !h.sentence().contains("not clean")));
+    }
+
+    #[test]
+    fn says_when_a_figure_compared_comes_from_unclean_rounds() {
+        let mut slow = row("compio", "S9", 100.0, 4.0, 60.0);
+        slow.from_unclean = true;
+        let mut fast = row("monoio", "S1", 100.0, 4.0, 40.0);
+        fast.from_unclean = true;
+        let mut mine = row(RINGWAY, "S8", 100.0, 4.0, 50.0);
+        mine.from_unclean = true;
+        let results = Results {
+            rows: vec![
+                // The best peer's figure is unclean.
+                row(RINGWAY, "S1", 100.0, 4.0, 50.0),
+                fast,
+                // ringway's own figure is unclean.
+                mine,
+                row("tokio-raw", "S8", 90.0, 4.0, 50.0),
+                // Only a peer that is not the best is unclean: a verdict.
+                row(RINGWAY, "S9", 100.0, 4.0, 50.0),
+                row("monoio", "S9", 100.0, 4.0, 45.0),
+                slow,
+            ],
+            ..Results::default()
+        };
+        let h = headlines(&results);
+        let get = |s: &str| h.iter().find(|h| h.scenario == s).unwrap();
+        for s in ["S1", "S8"] {
+            assert!(get(s).unclean, "{s}");
+            assert!(
+                get(s)
+                    .sentence()
+                    .ends_with("(* from rounds that were not clean)"),
+                "{}",
+                get(s).sentence()
+            );
+        }
+        assert!(get("S1").sentence().contains("LOSES to monoio"));
+        assert!(!get("S9").unclean);
+        assert!(get("S9").sentence().contains("LOSES to monoio (45)"));
+        assert!(!get("S9").sentence().contains("not clean"));
     }
 }

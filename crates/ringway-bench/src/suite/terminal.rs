@@ -147,7 +147,7 @@ pub fn render_all(results: &Results, changes: &[Change]) -> String {
     }
     if results.rows.iter().any(|r| r.from_unclean) {
         out.push_str(&format!(
-            "\n* no clean round (client or server CPU >= {:.0}% of the window): figures from unclean rounds\n",
+            "\n* no clean round (clean: the client or the server kept >= {:.0}% of its core over the window): figures from unclean rounds\n",
             results.meta.clean_share * 100.0
         ));
     }
