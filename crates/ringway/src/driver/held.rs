@@ -160,14 +160,20 @@ impl HeldValue {
                 std::mem::forget(self.0.take());
             }
         }
-        let Some(value) = held.as_mut() else {
+        if held.is_none() {
             return;
+        }
+        // The pointer is derived from the husk's reference, not from `held` before the
+        // husk took it: moving `held` into the husk would invalidate a pointer made
+        // from it earlier (Miri's Stacked Borrows reports the read as undefined).
+        let husk = Husk(held);
+        let Some(value) = husk.0.as_mut() else {
+            unreachable!("checked above")
         };
         let (finished, data): (_, *mut Storage) = (value.vtable.finished, &mut value.data);
-        let _husk = Husk(held);
         // SAFETY: the value is taken out exactly once, here; the husk left behind is
-        // forgotten, never dropped. `data` stays valid: nothing else touches `held`
-        // until `_husk` drops.
+        // forgotten, never dropped. `data` stays valid: nothing touches the place
+        // until the husk drops, after this call.
         unsafe { finished(data, result) }
     }
 }
