@@ -526,26 +526,7 @@ impl Driver {
         timeout: Option<Duration>,
         sink: &mut dyn FnMut(u64, Completion, bool),
     ) -> io::Result<()> {
-        self.stats.turns += 1;
-        let mut timeout = timeout;
-        if !self.deferred.is_empty() {
-            timeout = Some(Duration::ZERO);
-            self.hand_deferred(sink);
-        }
-        let (backend, mut delivery) = self.split(Some(sink));
-        match backend {
-            ActiveBackend::Uring(u) => u.turn(&mut delivery, timeout),
-            ActiveBackend::Epoll(e) => e.turn(&mut delivery, timeout),
-        }
-    }
-
-    /// Hands the token completions produced outside a turn to this turn's sink (out of
-    /// line: the executor's turns never have any).
-    #[cold]
-    fn hand_deferred(&mut self, sink: &mut dyn FnMut(u64, Completion, bool)) {
-        for (t, c, last) in std::mem::take(&mut self.deferred) {
-            sink(t, c, last);
-        }
+        self.turn_inner(timeout, Some(sink), None).map(|_| ())
     }
 
     /// The executor's turn: [`turn`](Self::turn) without a sink, waiting (unbounded)
@@ -559,15 +540,32 @@ impl Driver {
         wait: bool,
         wake_at: Option<Instant>,
     ) -> io::Result<bool> {
+        let timeout = if wait { None } else { Some(Duration::ZERO) };
+        // No sink: token completions (nobody's, on a core) are dropped, and one of
+        // this turn waits in `deferred` for the next.
+        self.turn_inner(timeout, None, wake_at)
+    }
+
+    /// Both turns: token completions produced outside a turn first (then the wait is
+    /// zero), `wake_at` armed in the ring (io_uring), one enter or `epoll_wait`;
+    /// whether the ring's timer fired. (Inlined into both: each passes constants.)
+    #[inline(always)]
+    fn turn_inner<'s>(
+        &'s mut self,
+        timeout: Option<Duration>,
+        mut sink: Option<Sink<'s>>,
+        wake_at: Option<Instant>,
+    ) -> io::Result<bool> {
         self.stats.turns += 1;
-        let mut timeout = if wait { None } else { Some(Duration::ZERO) };
+        let mut timeout = timeout;
         if !self.deferred.is_empty() {
-            // Token completions (nobody's, on a core): as `turn` does, to no sink.
             timeout = Some(Duration::ZERO);
-            self.hand_deferred(&mut |_, _, _| {});
+            match sink.as_mut() {
+                Some(sink) => self.hand_deferred(&mut **sink),
+                None => self.deferred.clear(),
+            }
         }
-        // No sink: a token completion of this turn waits in `deferred` for the next.
-        let (backend, mut delivery) = self.split(None);
+        let (backend, mut delivery) = self.split(sink);
         match backend {
             ActiveBackend::Uring(u) => {
                 if let Some(at) = wake_at {
@@ -577,6 +575,15 @@ impl Driver {
                 Ok(u.take_timer_fired())
             }
             ActiveBackend::Epoll(e) => e.turn(&mut delivery, timeout).map(|()| false),
+        }
+    }
+
+    /// Hands the token completions produced outside a turn to this turn's sink (out of
+    /// line: the executor's turns never have any).
+    #[cold]
+    fn hand_deferred(&mut self, sink: &mut dyn FnMut(u64, Completion, bool)) {
+        for (t, c, last) in std::mem::take(&mut self.deferred) {
+            sink(t, c, last);
         }
     }
 
