@@ -453,6 +453,12 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             shared: &self.shared,
         };
         let mut failed = None;
+        // Where this request's response starts in the output. It stays there, unsent,
+        // until the body is framed to its end (nothing below flushes): so a framing
+        // error found after the handler answered can still take its place, and the
+        // request gets one response, the error's (issue 27: a 200 then a 400 for one
+        // request is a response desync).
+        let mark = self.out.as_ref().map_or(0, |o| o.len());
         let written = {
             let out = self.out.get_or_insert_with(PooledBuf::take);
             let view = RequestView::new(&head, raw, ViewBody::Streamed(body));
@@ -486,6 +492,12 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         match (written, failed) {
             (Some(w), None) => Ok((w, head)),
             (_, Some(Fail::Http(e))) => {
+                // The handler's response (whole, or a head whose streamed body is
+                // dropped here) is withdrawn: the error's is the only one.
+                if let Some(out) = self.out.as_mut() {
+                    debug_assert!(out.len() >= mark, "a response left before its body ended");
+                    out.truncate(mark);
+                }
                 self.refuse(&e);
                 Err(Step::Close)
             }

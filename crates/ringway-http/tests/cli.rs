@@ -317,3 +317,37 @@ fn a_stalled_stdout_never_stalls_requests() {
     );
     assert!(err.contains("requests 10000"), "{err}");
 }
+
+/// The issue-27 reproduction, against the binary: a request whose chunked body is
+/// malformed after its head gets one response, the 400, and the close, whichever
+/// built-in handler answers it (`--hello` and `--static` answer before reading a body).
+#[test]
+fn a_bad_chunked_body_gets_one_response_in_every_mode() {
+    let dir = std::env::temp_dir().join(format!("ringway-cli-static-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("index.html"), "<h1>hi</h1>").unwrap();
+    let dir_arg = dir.to_str().unwrap().to_string();
+    let modes: [&[&str]; 5] = [
+        &["--hello"],
+        &["--hello", "--http-types"],
+        &["--json"],
+        &["--echo-request"],
+        &["--static", &dir_arg],
+    ];
+    for mode in modes {
+        let mut args = mode.to_vec();
+        args.push("--no-access-log");
+        let s = serve(&args);
+        let r = get(
+            &s.addr,
+            "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n-5\r\nhello\r\n0\r\n\r\n",
+        );
+        assert!(
+            r.starts_with("HTTP/1.1 400 Bad Request\r\n"),
+            "{mode:?}: {r}"
+        );
+        assert_eq!(r.matches("HTTP/1.1 ").count(), 1, "{mode:?}: {r}");
+        stop(s);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

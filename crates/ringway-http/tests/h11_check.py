@@ -1,6 +1,6 @@
 """Parses every response stream the conformance suite captured with h11 (a strict,
 independent HTTP/1.1 implementation) acting as the client. Exits non-zero on the first
-stream h11 refuses."""
+stream h11 refuses, or that holds more than one response per request."""
 import json
 import sys
 
@@ -31,6 +31,10 @@ def check(methods, raw, closed):
             break
     if seen != len(methods):
         raise Exception(f"parsed {seen} responses, expected {len(methods)}")
+    # Anything after the last expected response is a response to no request (a desync).
+    extra, _ = c.trailing_data
+    if extra:
+        raise Exception(f"{len(extra)} bytes after response #{seen - 1}: {extra[:120]!r}")
     return seen
 
 

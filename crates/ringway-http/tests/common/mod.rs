@@ -216,6 +216,13 @@ pub(crate) async fn test_handler(req: Request<Body>) -> Response<Body> {
     if path == "/ignore-body" {
         return Response::new(Body::from("ignored"));
     }
+    if path == "/half" {
+        // Reads one piece of the body, answers, leaves the rest unread.
+        return match body.chunk().await {
+            Some(Err(_)) => status(400),
+            _ => Response::new(Body::from("half")),
+        };
+    }
     let Ok(body) = body.bytes().await else {
         return status(400);
     };
@@ -313,7 +320,7 @@ pub(crate) fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool 
 
 /// The request-view twin of [`test_handler`]: the same answers (the JSON of the parsed
 /// request; `/status/204`, `/status/304`, `/stream`, `/big`, `/chunks`,
-/// `/ignore-body`), written with `ViewHandler`; and `/plaintext`, a `Hello, World!`
+/// `/ignore-body`, `/half`), written with `ViewHandler`; and `/plaintext`, a `Hello, World!`
 /// that allocates nothing.
 pub(crate) struct ViewTestHandler;
 
@@ -346,6 +353,15 @@ impl ringway_http::ViewHandler for ViewTestHandler {
         }
         let method = req.method().to_string();
         let target = req.target().to_string();
+        if path == "/half" {
+            // Reads one piece of the body, answers, leaves the rest unread.
+            if let ringway_http::ViewBody::Streamed(mut body) = req.into_body() {
+                if let Some(Err(_)) = body.chunk().await {
+                    return res.status(StatusCode::BAD_REQUEST).empty();
+                }
+            }
+            return res.ok().bytes(b"half");
+        }
         if path == "/chunks" {
             let (mut pieces, mut total) = (0, 0);
             match req.into_body() {
