@@ -3,9 +3,24 @@
 //! A multishot receive does not name a buffer: the kernel picks one from a pool when data
 //! arrives, so an idle connection holds no memory. On io_uring the pool is a *provided
 //! buffer ring* registered with the ring (the kernel takes buffers from its head, we put
-//! them back at its tail); on epoll it is a plain free list that the driver takes from
-//! itself. Either way a buffer handed to the program is a [`PoolBuf`], and dropping it
-//! puts it back: that is the only way buffers return, so none can be lost.
+//! them back at its tail); on epoll it is a free list that the driver takes from itself.
+//!
+//! # Incremental consumption
+//!
+//! A buffer is not used up by one receive. With `IOU_PBUF_RING_INC` (Linux 6.12) the
+//! kernel puts each receive's bytes right after the previous receive's in the buffer at
+//! the head of the ring, and moves on to the next buffer only once that one is full; the
+//! epoll backend does the same in user space. So a few large buffers (64 KiB by default)
+//! serve both shapes: a 16 KiB message arrives in one piece, and a thousand 64-byte
+//! requests share one buffer instead of taking a thousand (their bytes sit together in
+//! memory, warm in the cache). Where the kernel refuses incremental consumption the
+//! probe falls back to whole buffers of 4 KiB, as many as fit in the same memory.
+//!
+//! A [`PoolBuf`] is therefore a *piece* of a buffer: `(buffer id, offset, length)`. A
+//! buffer goes back to the ring once the kernel (or the epoll filler) is done with it
+//! *and* every piece cut from it has been dropped: each buffer counts its references
+//! (the pieces alive, plus one while it may still be written into). Dropping a piece is
+//! still the only way bytes return, so none can be lost.
 //!
 //! When the pool runs dry the kernel ends a multishot receive with `ENOBUFS`; the driver
 //! parks that receive and re-arms it once a buffer has come back (see `returned`).
@@ -19,6 +34,10 @@ use std::rc::Rc;
 
 use io_uring::types::BufRingEntry;
 
+/// The largest buffer a pool may have: a piece's offset and length are kept in 20 bits
+/// each (see [`PoolBuf`]).
+pub const MAX_POOL_BUF_SIZE: usize = 512 * 1024;
+
 /// A pool of equally sized buffers owned by one core. Cheap to clone (reference counted).
 #[derive(Clone)]
 pub struct BufferPool {
@@ -30,6 +49,7 @@ impl fmt::Debug for BufferPool {
         f.debug_struct("BufferPool")
             .field("stats", &self.stats())
             .field("ring", &self.ring_addr().is_some())
+            .field("incremental", &self.is_incremental())
             .finish()
     }
 }
@@ -39,10 +59,16 @@ impl fmt::Debug for BufferPool {
 pub struct PoolStats {
     /// Buffers in the pool.
     pub total: usize,
-    /// Buffers currently held by the program (as `PoolBuf`s).
+    /// Pieces of buffers currently held by the program (as `PoolBuf`s).
     pub in_use: usize,
     /// Size of each buffer in bytes.
     pub buf_size: usize,
+    /// Buffers the kernel (or the epoll filler) can receive into right now: not pinned
+    /// by a piece the program still holds.
+    pub free: usize,
+    /// Pieces cut since the pool was made: one per receive completion that carried
+    /// bytes.
+    pub pieces: u64,
 }
 
 struct PoolInner {
@@ -50,7 +76,10 @@ struct PoolInner {
     mem: NonNull<u8>,
     buf_size: usize,
     count: u16,
+    /// Pieces alive (`PoolBuf`s of this pool).
     in_use: Cell<usize>,
+    /// Pieces cut, ever.
+    pieces: Cell<u64>,
     /// Set whenever a buffer comes back; the driver clears it when it re-arms starved
     /// receives.
     returned: Cell<bool>,
@@ -64,21 +93,93 @@ enum Store {
         map_len: usize,
         /// Our copy of the tail; published to the kernel with a release store.
         tail: Cell<u16>,
+        /// Registered with `IOU_PBUF_RING_INC`: the kernel says (`IORING_CQE_F_BUF_MORE`)
+        /// whether it goes on filling a buffer after a completion.
+        incremental: bool,
+        books: Books,
     },
-    /// epoll: the driver takes and returns buffers itself.
-    List(RefCell<Vec<u16>>),
+    /// epoll: the driver fills buffers itself, one at a time (`open`).
+    List {
+        free: RefCell<Vec<u16>>,
+        /// The buffer being filled (`NO_BUF` if none): later receives go on after the
+        /// bytes of the earlier ones.
+        open: Cell<u16>,
+        books: Books,
+    },
+    /// One piece copied out of a pool ([`PoolBuf::unshare`]): the memory is freed with
+    /// its last handle.
+    Copy,
+}
+
+const NO_BUF: u16 = u16::MAX;
+
+/// Per buffer: how many references keep it out of the ring (pieces alive, plus one
+/// while it may still be written into), and how many bytes have been handed out of it
+/// since it was last given to the kernel.
+struct Books {
+    refs: Box<[Cell<u32>]>,
+    filled: Box<[Cell<u32>]>,
+    /// Buffers that can take bytes now: in the ring (the one the kernel is filling
+    /// included), or for epoll free or open.
+    available: Cell<usize>,
+}
+
+impl Books {
+    fn new(count: u16) -> Books {
+        Books {
+            refs: (0..count).map(|_| Cell::new(1)).collect(),
+            filled: (0..count).map(|_| Cell::new(0)).collect(),
+            available: Cell::new(count as usize),
+        }
+    }
+
+    /// Records a piece of `len` bytes cut from buffer `bid`; returns its offset.
+    /// `open`: the buffer may still take more bytes (its writer keeps its reference).
+    #[inline]
+    fn cut(&self, bid: u16, len: u32, open: bool) -> u32 {
+        let b = bid as usize;
+        let off = self.filled[b].get();
+        self.filled[b].set(off + len);
+        if open {
+            self.refs[b].set(self.refs[b].get() + 1);
+        } else {
+            // The writer's reference becomes the piece's: the count does not change.
+            self.available.set(self.available.get() - 1);
+        }
+        off
+    }
+
+    /// Drops one reference of buffer `bid`; true if that was the last (the buffer can
+    /// go back, and its books are reset for its next life).
+    #[inline]
+    fn release(&self, bid: u16) -> bool {
+        let r = &self.refs[bid as usize];
+        let left = r.get() - 1;
+        if left > 0 {
+            r.set(left);
+            return false;
+        }
+        // Back with its writer's reference.
+        r.set(1);
+        self.filled[bid as usize].set(0);
+        self.available.set(self.available.get() + 1);
+        true
+    }
 }
 
 impl BufferPool {
     /// A pool backed by a provided-buffer ring for io_uring. `count` must be a power of
-    /// two no larger than 32768. The caller registers [`ring_addr`](Self::ring_addr).
-    pub(crate) fn new_ring(count: u16, buf_size: usize) -> io::Result<Self> {
+    /// two no larger than 32768, `buf_size` at most [`MAX_POOL_BUF_SIZE`]. The caller
+    /// registers [`ring_addr`](Self::ring_addr), with `IOU_PBUF_RING_INC` if
+    /// `incremental`.
+    pub(crate) fn new_ring(count: u16, buf_size: usize, incremental: bool) -> io::Result<Self> {
         if !count.is_power_of_two() || count > 32768 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("buffer pool size {count} must be a power of two up to 32768"),
             ));
         }
+        check_size(buf_size)?;
         let map_len = count as usize * std::mem::size_of::<BufRingEntry>();
         // SAFETY: an anonymous private mapping has no preconditions; we check the result.
         let ptr = unsafe {
@@ -102,6 +203,8 @@ impl BufferPool {
                 base,
                 map_len,
                 tail: Cell::new(0),
+                incremental,
+                books: Books::new(count),
             },
         );
         for bid in 0..count {
@@ -111,31 +214,34 @@ impl BufferPool {
         Ok(pool)
     }
 
-    /// A pool backed by a free list, for the epoll driver.
-    pub(crate) fn new_list(count: u16, buf_size: usize) -> Self {
+    /// A pool backed by a free list, for the epoll driver. `buf_size` is at most
+    /// [`MAX_POOL_BUF_SIZE`].
+    pub(crate) fn new_list(count: u16, buf_size: usize) -> io::Result<Self> {
+        if count == 0 || count == NO_BUF {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("buffer pool size {count} must be between 1 and 65534"),
+            ));
+        }
+        check_size(buf_size)?;
         let free = (0..count).rev().collect();
-        Self::with_store(count, buf_size, Store::List(RefCell::new(free)))
+        Ok(Self::with_store(
+            count,
+            buf_size,
+            Store::List {
+                free: RefCell::new(free),
+                open: Cell::new(NO_BUF),
+                books: Books::new(count),
+            },
+        ))
     }
 
     fn with_store(count: u16, buf_size: usize, store: Store) -> Self {
         assert!(count > 0 && buf_size > 0, "empty buffer pool");
-        // A buffer's length is kept as a `u32` (and the kernel's ring takes no more).
-        assert!(
-            buf_size <= u32::MAX as usize,
-            "pool buffers are at most 4 GiB"
-        );
         let total = count as usize * buf_size;
         let mem: Box<[u8]> = vec![0u8; total].into_boxed_slice();
-        let mem = NonNull::new(Box::into_raw(mem).cast::<u8>()).expect("box is non-null");
         BufferPool {
-            inner: Rc::new(PoolInner {
-                mem,
-                buf_size,
-                count,
-                in_use: Cell::new(0),
-                returned: Cell::new(false),
-                store,
-            }),
+            inner: Rc::new(PoolInner::with_mem(mem, buf_size, count, store)),
         }
     }
 
@@ -143,7 +249,7 @@ impl BufferPool {
     pub(crate) fn ring_addr(&self) -> Option<u64> {
         match &self.inner.store {
             Store::Ring { base, .. } => Some(base.as_ptr() as u64),
-            Store::List(_) => None,
+            _ => None,
         }
     }
 
@@ -152,7 +258,16 @@ impl BufferPool {
     fn ring_base(&self) -> *const BufRingEntry {
         match &self.inner.store {
             Store::Ring { base, .. } => base.as_ptr(),
-            Store::List(_) => std::ptr::null(),
+            _ => std::ptr::null(),
+        }
+    }
+
+    /// Whether buffers are consumed incrementally: always on epoll (the driver fills
+    /// them itself), on io_uring if the ring was registered with `IOU_PBUF_RING_INC`.
+    pub fn is_incremental(&self) -> bool {
+        match &self.inner.store {
+            Store::Ring { incremental, .. } => *incremental,
+            _ => true,
         }
     }
 
@@ -172,37 +287,102 @@ impl BufferPool {
             total: self.inner.count as usize,
             in_use: self.inner.in_use.get(),
             buf_size: self.inner.buf_size,
+            free: self.free_count(),
+            pieces: self.inner.pieces.get(),
         }
     }
 
-    /// Wraps buffer `bid`, which the kernel filled with `len` bytes, as a `PoolBuf`.
-    pub(crate) fn provided(&self, bid: u16, len: usize) -> PoolBuf {
-        debug_assert!(bid < self.inner.count && len <= self.inner.buf_size);
-        self.inner.in_use.set(self.inner.in_use.get() + 1);
-        PoolBuf {
-            store: BufStore::Pool {
-                pool: self.inner.clone(),
-                bid,
-                len: len as u32,
-            },
-        }
-    }
-
-    /// epoll: takes a free buffer, returning its id and memory. `None` when dry.
-    pub(crate) fn take_free(&self) -> Option<(u16, *mut u8)> {
-        match &self.inner.store {
-            Store::List(free) => {
-                let bid = free.borrow_mut().pop()?;
-                Some((bid, self.inner.buf_ptr(bid)))
+    /// io_uring: the piece of buffer `bid` that a completion with `result` and CQE
+    /// `flags` reports, if it reports bytes (`result > 0`). Without `BUF_MORE` the
+    /// kernel is done with the buffer.
+    ///
+    /// A completion of no bytes (end of stream) never gives a buffer back: on an
+    /// incremental ring it consumed nothing (some kernels still leave `BUF_MORE` off
+    /// then, though the buffer stays at the head); on a plain ring its buffer is
+    /// recycled at once.
+    #[inline]
+    pub(crate) fn provided(&self, bid: u16, result: i32, flags: u32) -> Option<PoolBuf> {
+        let Store::Ring {
+            incremental, books, ..
+        } = &self.inner.store
+        else {
+            unreachable!("a provided buffer from a list pool")
+        };
+        debug_assert!(bid < self.inner.count);
+        if result <= 0 {
+            if !*incremental {
+                books.available.set(books.available.get() - 1);
+                if books.release(bid) {
+                    self.inner.give_back(bid);
+                }
             }
-            Store::Ring { .. } => None,
+            return None;
         }
+        Some(self.provided_bytes(bid, result as u32, flags))
     }
 
-    /// Gives back a buffer that was taken but not handed out (a failed read, or a
-    /// completion for an operation whose future was dropped).
-    pub(crate) fn recycle(&self, bid: u16) {
-        self.inner.give_back(bid);
+    /// [`provided`](Self::provided) for a completion known to carry `len > 0` bytes.
+    #[inline]
+    pub(crate) fn provided_bytes(&self, bid: u16, len: u32, flags: u32) -> PoolBuf {
+        let Store::Ring {
+            incremental, books, ..
+        } = &self.inner.store
+        else {
+            unreachable!("a provided buffer from a list pool")
+        };
+        debug_assert!(bid < self.inner.count && len > 0);
+        let open = *incremental && io_uring::cqueue::buffer_more(flags);
+        let off = books.cut(bid, len, open);
+        debug_assert!(off as usize + len as usize <= self.inner.buf_size);
+        self.inner.piece(bid, off, len)
+    }
+
+    /// epoll: one receive into the free space of the buffer being filled (a fresh one
+    /// if it has too little left), by `recv(ptr, capacity) -> bytes or -errno`.
+    /// `Ok((piece, short))`, `short` if it took less than it was offered; `Err` with the
+    /// receive's result if it took nothing (0: end of stream), `-ENOBUFS` if no buffer
+    /// had room.
+    #[inline]
+    pub(crate) fn receive(
+        &self,
+        recv: impl FnOnce(*mut u8, usize) -> i32,
+    ) -> Result<(PoolBuf, bool), i32> {
+        let Store::List { free, open, books } = &self.inner.store else {
+            unreachable!("a receive into a ring pool")
+        };
+        let size = self.inner.buf_size;
+        let mut bid = open.get();
+        if bid != NO_BUF && size - (books.filled[bid as usize].get() as usize) < min_room(size) {
+            // Too little room left to be worth a receive: close it.
+            open.set(NO_BUF);
+            books.available.set(books.available.get() - 1);
+            if books.release(bid) {
+                self.inner.give_back(bid);
+            }
+            bid = NO_BUF;
+        }
+        if bid == NO_BUF {
+            bid = free.borrow_mut().pop().ok_or(-libc::ENOBUFS)?;
+            open.set(bid);
+        }
+        let off = books.filled[bid as usize].get() as usize;
+        let room = size - off;
+        // SAFETY: bytes `off..size` of buffer `bid` are handed to nobody yet: pieces
+        // are cut from its start, up to `filled`.
+        let r = recv(unsafe { self.inner.buf_ptr(bid).add(off) }, room);
+        if r <= 0 {
+            return Err(r);
+        }
+        let len = r as u32;
+        let full = len as usize == room;
+        if full {
+            open.set(NO_BUF);
+        }
+        books.cut(bid, len, !full);
+        Ok((
+            self.inner.piece(bid, off as u32, len),
+            (len as usize) < room,
+        ))
     }
 
     /// True if a buffer came back since the last call; clears the mark.
@@ -216,23 +396,79 @@ impl BufferPool {
         self.inner.returned.set(true);
     }
 
-    /// Buffers not held by the program. On io_uring this counts the ones the kernel has
-    /// picked but whose completions are not reaped yet, so it may be high by a few.
+    /// Buffers that can take bytes now (on io_uring: in the ring; on epoll: free, or
+    /// open with room).
     pub(crate) fn free_count(&self) -> usize {
         match &self.inner.store {
-            Store::List(free) => free.borrow().len(),
-            Store::Ring { .. } => self.inner.count as usize - self.inner.in_use.get(),
+            Store::Ring { books, .. } | Store::List { books, .. } => books.available.get(),
+            Store::Copy => 0,
         }
     }
 }
 
+/// The least room an epoll receive is offered: less left in the open buffer than this,
+/// and a fresh buffer is opened (an eighth of a buffer is the most that is left unused).
+#[inline]
+fn min_room(buf_size: usize) -> usize {
+    (buf_size / 8).max(1)
+}
+
+fn check_size(buf_size: usize) -> io::Result<()> {
+    if buf_size == 0 || buf_size > MAX_POOL_BUF_SIZE {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("pool buffer size {buf_size} must be between 1 and {MAX_POOL_BUF_SIZE} bytes"),
+        ));
+    }
+    Ok(())
+}
+
 impl PoolInner {
+    fn with_mem(mem: Box<[u8]>, buf_size: usize, count: u16, store: Store) -> PoolInner {
+        debug_assert_eq!(mem.len(), buf_size * count as usize);
+        let mem = NonNull::new(Box::into_raw(mem).cast::<u8>()).expect("box is non-null");
+        PoolInner {
+            mem,
+            buf_size,
+            count,
+            in_use: Cell::new(0),
+            pieces: Cell::new(0),
+            returned: Cell::new(false),
+            store,
+        }
+    }
+
     #[inline]
     fn buf_ptr(&self, bid: u16) -> *mut u8 {
         // SAFETY: bid < count, so the offset stays inside the allocation.
         unsafe { self.mem.as_ptr().add(bid as usize * self.buf_size) }
     }
 
+    /// A handle on `len` bytes at `off` of buffer `bid` (its reference is counted by
+    /// the caller).
+    #[inline]
+    fn piece(self: &Rc<Self>, bid: u16, off: u32, len: u32) -> PoolBuf {
+        self.in_use.set(self.in_use.get() + 1);
+        self.pieces.set(self.pieces.get() + 1);
+        PoolBuf::new(self.clone(), bid, off, len)
+    }
+
+    /// A piece of buffer `bid` was dropped (or copied out).
+    #[inline]
+    fn release(&self, bid: u16) {
+        match &self.store {
+            Store::Ring { books, .. } | Store::List { books, .. } => {
+                self.in_use.set(self.in_use.get() - 1);
+                if books.release(bid) {
+                    self.give_back(bid);
+                }
+            }
+            // Freed with its handle.
+            Store::Copy => {}
+        }
+    }
+
+    /// Buffer `bid` is free: back into the ring (or the free list).
     #[inline]
     fn give_back(&self, bid: u16) {
         match &self.store {
@@ -240,14 +476,13 @@ impl PoolInner {
                 let at = tail.get();
                 // SAFETY: as in `push_ring` and `publish_tail`: the entry at our tail is
                 // past the published tail (the kernel does not read it), inside the
-                // mapping; the release store of the tail publishes it. Its length is
-                // `buf_size` already: `new_ring` wrote every entry once, all buffers
-                // have that length, and the kernel never writes an entry (the ring is
-                // registered without incremental consumption, flags 0).
+                // mapping; the release store of the tail publishes it. Every field is
+                // written: an incremental ring's kernel moves an entry's address and
+                // length as it fills the buffer.
                 unsafe {
                     let entry = &mut *base.as_ptr().add((at & (self.count - 1)) as usize);
-                    debug_assert_eq!(entry.len(), self.buf_size as u32);
                     entry.set_addr(self.buf_ptr(bid) as u64);
+                    entry.set_len(self.buf_size as u32);
                     entry.set_bid(bid);
                     let next = at.wrapping_add(1);
                     tail.set(next);
@@ -256,7 +491,8 @@ impl PoolInner {
                     (*tail_ptr).store(next, std::sync::atomic::Ordering::Release);
                 }
             }
-            Store::List(free) => free.borrow_mut().push(bid),
+            Store::List { free, .. } => free.borrow_mut().push(bid),
+            Store::Copy => return,
         }
         self.returned.set(true);
     }
@@ -312,109 +548,150 @@ impl Drop for PoolInner {
     }
 }
 
-/// One buffer of the pool holding received bytes. Dereferences to those bytes; goes back
-/// to the pool (and to the kernel's buffer ring) when dropped.
+/// Received bytes in a piece of a pool buffer. Dereferences to those bytes; the piece
+/// goes back to its buffer when dropped, and the buffer to the pool (and to the kernel's
+/// buffer ring) once its last piece has.
 ///
-/// A buffer whose receive has fallen behind its reader (see the driver's `BACKLOG`) is
+/// A piece whose receive has fallen behind its reader (see the driver's `BACKLOG`) is
 /// copied out of the pool into memory of its own, so that a stalled reader never holds
 /// the core's pool: `pool_index` is then `None`.
 pub struct PoolBuf {
-    store: BufStore,
+    pool: Rc<PoolInner>,
+    at: Place,
 }
 
-/// Where a [`PoolBuf`]'s bytes are, and how many (`len`, at most the pool's buffer
-/// size, which fits in a `u32`). Two words in all: a received buffer is moved several
-/// times on its way to its reader (and back to the driver, for a send), and as a
-/// `Poll<Option<io::Result<PoolBuf>>>` it comes back in registers.
-enum BufStore {
-    /// Buffer `bid` of `pool`.
-    Pool {
-        pool: Rc<PoolInner>,
-        bid: u16,
-        len: u32,
-    },
-    /// A copy out of the pool (boxed twice to keep the handle two words: a rare path).
-    Own { bytes: Box<Box<[u8]>>, len: u32 },
+/// Where a piece is, in one word beside the pool's pointer: its buffer (16 bits), its
+/// offset and its length (20 bits each: buffers are at most [`MAX_POOL_BUF_SIZE`]).
+/// Two words in all: a received piece is moved several times on its way to its reader
+/// (and back to the driver, for a send), and as a `Poll<Option<io::Result<PoolBuf>>>`
+/// it comes back in registers; the last byte is a tag with spare values, where those
+/// enums keep their own.
+#[derive(Clone, Copy)]
+struct Place {
+    bid: u16,
+    off: u16,
+    len: u16,
+    /// Bits 16..20 of the offset (low nibble) and of the length (high nibble).
+    high: u8,
+    _tag: Tag,
+}
+
+#[derive(Clone, Copy)]
+#[repr(u8)]
+enum Tag {
+    Piece = 0,
+}
+
+impl Place {
+    #[inline]
+    fn new(bid: u16, off: u32, len: u32) -> Place {
+        debug_assert!(off < 1 << 20 && len < 1 << 20);
+        Place {
+            bid,
+            off: off as u16,
+            len: len as u16,
+            high: ((off >> 16) as u8 & 0xf) | (((len >> 16) as u8) << 4),
+            _tag: Tag::Piece,
+        }
+    }
+
+    #[inline]
+    fn off(self) -> usize {
+        self.off as usize | ((self.high & 0xf) as usize) << 16
+    }
+
+    #[inline]
+    fn len(self) -> usize {
+        self.len as usize | ((self.high >> 4) as usize) << 16
+    }
+
+    #[inline]
+    fn set_len(&mut self, len: usize) {
+        *self = Place::new(self.bid, self.off() as u32, len as u32);
+    }
 }
 
 impl PoolBuf {
-    /// The buffer's index in its pool, or `None` for a buffer copied out of it.
+    #[inline]
+    fn new(pool: Rc<PoolInner>, bid: u16, off: u32, len: u32) -> PoolBuf {
+        PoolBuf {
+            pool,
+            at: Place::new(bid, off, len),
+        }
+    }
+
+    /// The index of the pool buffer this piece was cut from, or `None` for a piece
+    /// copied out of the pool. Pieces of one buffer share its index.
     pub fn pool_index(&self) -> Option<u16> {
-        match &self.store {
-            BufStore::Pool { bid, .. } => Some(*bid),
-            BufStore::Own { .. } => None,
+        match self.pool.store {
+            Store::Copy => None,
+            _ => Some(self.at.bid),
         }
     }
 
     /// Shortens the visible bytes to `len` (no effect if `len` is larger).
     pub fn truncate(&mut self, len: usize) {
-        let (BufStore::Pool { len: filled, .. } | BufStore::Own { len: filled, .. }) =
-            &mut self.store;
-        if len < *filled as usize {
-            *filled = len as u32;
+        if len < self.at.len() {
+            self.at.set_len(len);
         }
     }
 
-    /// How many bytes it holds.
-    #[inline]
-    fn filled(&self) -> usize {
-        let (BufStore::Pool { len, .. } | BufStore::Own { len, .. }) = &self.store;
-        *len as usize
-    }
-
-    /// Copies the bytes out of the pool into memory of their own and gives the pool
-    /// buffer back at once (the bytes stay the same).
+    /// Copies the bytes out of the pool into memory of their own and lets the pool
+    /// buffer go (the bytes stay the same).
     pub(crate) fn unshare(&mut self) {
-        if let BufStore::Pool { len, .. } = self.store {
-            let own = BufStore::Own {
-                bytes: Box::new(self[..].into()),
-                len,
-            };
-            let old = std::mem::replace(&mut self.store, own);
-            if let BufStore::Pool { pool, bid, .. } = old {
-                pool.in_use.set(pool.in_use.get() - 1);
-                pool.give_back(bid);
-            }
+        if matches!(self.pool.store, Store::Copy) {
+            return;
         }
+        let len = self.at.len();
+        let bytes: Box<[u8]> = Box::from(&self[..]);
+        // A copy of no bytes is one byte long (a pool has at least one).
+        let bytes = if bytes.is_empty() {
+            Box::from(&[0u8][..])
+        } else {
+            bytes
+        };
+        let size = bytes.len();
+        let copy = Rc::new(PoolInner::with_mem(bytes, size, 1, Store::Copy));
+        let old = std::mem::replace(&mut self.pool, copy);
+        let bid = self.at.bid;
+        self.at = Place::new(0, 0, len as u32);
+        old.release(bid);
     }
 
+    #[inline]
     fn ptr(&self) -> *mut u8 {
-        match &self.store {
-            BufStore::Pool { pool, bid, .. } => pool.buf_ptr(*bid),
-            BufStore::Own { bytes, .. } => bytes.as_ptr() as *mut u8,
-        }
+        // SAFETY: the piece lies inside its buffer (offset + length <= buffer size).
+        unsafe { self.pool.buf_ptr(self.at.bid).add(self.at.off()) }
     }
 
     fn capacity(&self) -> usize {
-        match &self.store {
-            BufStore::Pool { pool, .. } => pool.buf_size,
-            BufStore::Own { bytes, .. } => bytes.len(),
-        }
+        self.at.len()
     }
 }
 
 impl Deref for PoolBuf {
     type Target = [u8];
+    #[inline]
     fn deref(&self) -> &[u8] {
-        // SAFETY: the first `len` bytes of the buffer were written by the kernel (or the
-        // epoll driver, or copied), and no one else touches it while we hold it.
-        unsafe { std::slice::from_raw_parts(self.ptr(), self.filled()) }
+        // SAFETY: the piece's bytes were written by the kernel (or the epoll driver, or
+        // copied), no later receive writes into them (pieces are cut one after the
+        // other), and they stay valid while the handle keeps the pool alive.
+        unsafe { std::slice::from_raw_parts(self.ptr(), self.at.len()) }
     }
 }
 
 impl DerefMut for PoolBuf {
+    #[inline]
     fn deref_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as for deref; we hold the only handle to this buffer.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr(), self.filled()) }
+        // SAFETY: as for deref; no other handle covers these bytes.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr(), self.at.len()) }
     }
 }
 
 impl Drop for PoolBuf {
+    #[inline]
     fn drop(&mut self) {
-        if let BufStore::Pool { pool, bid, .. } = &self.store {
-            pool.in_use.set(pool.in_use.get() - 1);
-            pool.give_back(*bid);
-        }
+        self.pool.release(self.at.bid);
     }
 }
 
@@ -422,19 +699,20 @@ impl fmt::Debug for PoolBuf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PoolBuf")
             .field("pool_index", &self.pool_index())
-            .field("len", &self.filled())
+            .field("offset", &self.at.off())
+            .field("len", &self.at.len())
             .finish()
     }
 }
 
-// SAFETY: the buffer's memory is owned by the pool, which this handle keeps alive; its
+// SAFETY: the piece's memory is owned by the pool, which this handle keeps alive; its
 // address does not change.
 unsafe impl super::IoBuf for PoolBuf {
     fn stable_ptr(&self) -> *const u8 {
         self.ptr()
     }
     fn bytes_init(&self) -> usize {
-        self.filled()
+        self.at.len()
     }
     fn bytes_total(&self) -> usize {
         self.capacity()
@@ -444,9 +722,20 @@ unsafe impl super::IoBuf for PoolBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::buf::IoBuf;
+
+    /// Receives `bytes` into a list pool, as the epoll backend does.
+    fn receive(pool: &BufferPool, bytes: &[u8]) -> Result<(PoolBuf, bool), i32> {
+        pool.receive(|ptr, room| {
+            let n = bytes.len().min(room);
+            // SAFETY: the pool offers `room` writable bytes at `ptr`.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr, n) };
+            n as i32
+        })
+    }
 
     #[test]
-    fn a_buffer_handle_is_two_words_and_keeps_its_length_through_a_copy_out() {
+    fn a_piece_is_two_words_and_keeps_its_length_through_a_copy_out() {
         use std::mem::size_of;
         assert_eq!(size_of::<PoolBuf>(), 2 * size_of::<usize>());
         assert_eq!(
@@ -454,11 +743,9 @@ mod tests {
             2 * size_of::<usize>(),
             "what a receive stream yields fits in two registers"
         );
-        let pool = BufferPool::new_list(2, 16);
-        let (bid, ptr) = pool.take_free().expect("a free buffer");
-        // SAFETY: the buffer is ours (taken) and 16 bytes long.
-        unsafe { std::ptr::copy_nonoverlapping(b"hello world".as_ptr(), ptr, 11) };
-        let mut b = pool.provided(bid, 11);
+        let pool = BufferPool::new_list(2, 16).unwrap();
+        let (mut b, short) = receive(&pool, b"hello world").unwrap();
+        assert!(short, "11 bytes of 16 offered");
         b.truncate(20);
         assert_eq!(&b[..], b"hello world", "a longer truncate changes nothing");
         b.truncate(5);
@@ -466,37 +753,93 @@ mod tests {
         b.unshare();
         assert_eq!(b.pool_index(), None);
         assert_eq!(&b[..], b"hello", "copied out with its length");
-        assert_eq!(pool.stats().in_use, 0, "the pool buffer went back");
+        assert_eq!(pool.stats().in_use, 0, "the piece went back");
     }
 
     #[test]
-    fn list_pool_hands_out_each_buffer_once_and_takes_it_back() {
-        let pool = BufferPool::new_list(4, 16);
-        let mut taken = Vec::new();
-        while let Some((bid, ptr)) = pool.take_free() {
-            // SAFETY: the driver writes into a free buffer before wrapping it.
-            unsafe { std::ptr::write_bytes(ptr, bid as u8, 16) };
-            taken.push(pool.provided(bid, 10));
+    fn places_keep_twenty_bits_of_offset_and_length() {
+        for (off, len) in [(0, 0), (1, 65535), (65536, 65536), ((1 << 19) - 1, 1 << 19)] {
+            let p = Place::new(7, off, len);
+            assert_eq!((p.bid, p.off(), p.len()), (7, off as usize, len as usize));
         }
-        assert_eq!(taken.len(), 4);
-        assert_eq!(pool.stats().in_use, 4);
-        for b in &taken {
-            assert_eq!(b.len(), 10);
-            assert!(
-                b.iter().all(|&x| Some(x as u16) == b.pool_index()),
-                "buffers do not overlap"
-            );
-        }
+    }
+
+    #[test]
+    fn list_pieces_pack_into_one_buffer_which_returns_with_its_last_piece() {
+        let pool = BufferPool::new_list(2, 64).unwrap();
+        let (a, _) = receive(&pool, &[1; 10]).unwrap();
+        let (b, _) = receive(&pool, &[2; 20]).unwrap();
+        assert_eq!(a.pool_index(), b.pool_index(), "one buffer, two pieces");
+        assert_eq!(b.stable_ptr() as usize - a.stable_ptr() as usize, 10);
+        assert!(a.iter().all(|&x| x == 1) && b.iter().all(|&x| x == 2));
+        assert_eq!(pool.stats().in_use, 2);
+        // 34 bytes of room are left: a 40-byte receive takes them, and fills it.
+        let (c, short) = receive(&pool, &[3; 40]).unwrap();
+        assert!(!short && c.len() == 34 && c.pool_index() == a.pool_index());
+        // Full: the next receive opens the other buffer.
+        let (d, _) = receive(&pool, &[4; 8]).unwrap();
+        assert_ne!(d.pool_index(), a.pool_index());
+        let first = a.pool_index();
+        drop((a, b));
+        assert_eq!(
+            pool.free_count(),
+            1,
+            "the open one has room; the full one still has a piece alive"
+        );
         assert!(!pool.take_returned());
-        drop(taken);
-        assert!(pool.take_returned());
+        drop(c);
+        assert!(
+            pool.take_returned(),
+            "its last piece gone, the buffer is back"
+        );
+        assert_eq!(pool.free_count(), 2);
+        // The open buffer has 56 bytes of room; 60 asked: it takes 56.
+        let (e, _) = receive(&pool, &[5; 60]).unwrap();
+        assert_eq!(e.len(), 56);
+        // Both full, one free again: a fresh one is opened at its start.
+        let (f, _) = receive(&pool, &[6; 1]).unwrap();
+        assert_eq!(f.pool_index(), first);
+        drop((d, e, f));
         assert_eq!(pool.stats().in_use, 0);
-        assert!(pool.take_free().is_some());
+    }
+
+    #[test]
+    fn list_pool_runs_dry_and_says_so() {
+        let pool = BufferPool::new_list(1, 16).unwrap();
+        let (a, _) = receive(&pool, &[0; 16]).unwrap();
+        assert_eq!(receive(&pool, b"x").err(), Some(-libc::ENOBUFS));
+        drop(a);
+        let (b, _) = receive(&pool, b"x").unwrap();
+        assert_eq!(&b[..], b"x");
+        // A receive that takes nothing leaves the open buffer as it was.
+        assert_eq!(pool.receive(|_, _| 0).err(), Some(0));
+        assert_eq!(
+            pool.receive(|_, _| -libc::EAGAIN).err(),
+            Some(-libc::EAGAIN)
+        );
+        let (c, _) = receive(&pool, b"y").unwrap();
+        assert_eq!(c.stable_ptr() as usize - b.stable_ptr() as usize, 1);
+    }
+
+    #[test]
+    fn an_open_buffer_with_little_room_left_is_closed_before_a_receive() {
+        let pool = BufferPool::new_list(2, 64).unwrap();
+        let (a, _) = receive(&pool, &[0; 60]).unwrap();
+        // 4 bytes left, less than an eighth of 64: a fresh buffer takes the next bytes.
+        let (b, _) = receive(&pool, &[0; 4]).unwrap();
+        assert_ne!(a.pool_index(), b.pool_index());
+        drop(a);
+        assert_eq!(
+            pool.stats().free,
+            2,
+            "the closed one came back with its piece"
+        );
+        drop(b);
     }
 
     #[test]
     fn ring_pool_publishes_every_buffer_and_recycles_at_the_tail() {
-        let pool = BufferPool::new_ring(8, 32).unwrap();
+        let pool = BufferPool::new_ring(8, 32, false).unwrap();
         let base = pool.ring_base();
         assert!(pool.ring_addr().is_some());
         // SAFETY: the ring has 8 entries; the tail lives in the first one.
@@ -507,8 +850,9 @@ mod tests {
             assert_eq!(ids, (0..8).collect::<Vec<_>>());
         }
         // The kernel picked buffer 3 and wrote 5 bytes; the program drops it.
-        let b = pool.provided(3, 5);
+        let b = pool.provided(3, 5, 0).expect("bytes");
         assert_eq!(pool.stats().in_use, 1);
+        assert_eq!(pool.free_count(), 7);
         drop(b);
         // SAFETY: as above.
         unsafe {
@@ -518,6 +862,47 @@ mod tests {
             assert_eq!(e.len(), 32);
         }
         assert_eq!(pool.stats().in_use, 0);
-        assert!(BufferPool::new_ring(6, 32).is_err(), "not a power of two");
+        assert_eq!(pool.free_count(), 8);
+        // End of stream on a plain ring: its buffer comes straight back.
+        assert!(pool.provided(4, 0, 0).is_none());
+        // SAFETY: as above.
+        unsafe { assert_eq!(*BufRingEntry::tail(base), 10) };
+        assert!(
+            BufferPool::new_ring(6, 32, false).is_err(),
+            "not a power of two"
+        );
+        assert!(BufferPool::new_ring(8, MAX_POOL_BUF_SIZE + 1, true).is_err());
+    }
+
+    #[test]
+    fn incremental_ring_pieces_follow_each_other_until_the_kernel_lets_go() {
+        // `IORING_CQE_F_BUF_MORE` (the crate keeps its constant private).
+        let more = 1 << 4;
+        let pool = BufferPool::new_ring(4, 100, true).unwrap();
+        let base = pool.ring_base();
+        let a = pool.provided(0, 30, more).unwrap();
+        let b = pool.provided(0, 50, more).unwrap();
+        assert_eq!(b.stable_ptr() as usize - a.stable_ptr() as usize, 30);
+        // End of stream consumes nothing, whatever the flags say.
+        assert!(pool.provided(0, 0, 0).is_none());
+        let c = pool.provided(0, 20, 0).unwrap();
+        assert_eq!(c.stable_ptr() as usize - a.stable_ptr() as usize, 80);
+        assert_eq!(pool.free_count(), 3, "full, and pinned by its pieces");
+        drop((a, c));
+        // SAFETY: the ring has 4 entries; the tail lives in the first one.
+        unsafe { assert_eq!(*BufRingEntry::tail(base), 4, "b still holds it") };
+        drop(b);
+        // SAFETY: as above.
+        unsafe {
+            assert_eq!(*BufRingEntry::tail(base), 5);
+            let e = &*base;
+            assert_eq!((e.bid(), e.len()), (0, 100), "back whole, at its start");
+            assert_eq!(e.addr(), pool.inner.buf_ptr(0) as u64);
+        }
+        // Its next life starts at offset 0.
+        let d = pool.provided(0, 10, more).unwrap();
+        assert_eq!(d.stable_ptr(), pool.inner.buf_ptr(0) as *const u8);
+        drop(d);
+        assert_eq!(pool.stats().in_use, 0);
     }
 }

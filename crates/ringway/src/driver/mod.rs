@@ -108,8 +108,15 @@ pub struct DriverConfig {
     pub ring_entries: u32,
     /// Buffers in the provided-buffer pool (a power of two).
     pub pool_buffers: u16,
-    /// Size of each pool buffer.
+    /// Size of each pool buffer (at most [`MAX_POOL_BUF_SIZE`](crate::buf::MAX_POOL_BUF_SIZE)).
     pub pool_buf_size: usize,
+    /// Receives fill each pool buffer piece after piece (io_uring: `IOU_PBUF_RING_INC`,
+    /// Linux 6.12; epoll always does), so a few large buffers serve small and large
+    /// messages alike. Where the kernel refuses it, the pool becomes whole 4 KiB
+    /// buffers, as many as fit in the same memory (noted in
+    /// [`BackendInfo::fallbacks`]). `false` makes every receive take a whole buffer
+    /// (io_uring only; for measuring the difference).
+    pub pool_incremental: bool,
     /// Use a kernel submission thread polling the ring, idling after this long. Burns a
     /// core; off by default.
     pub sqpoll_idle: Option<Duration>,
@@ -127,8 +134,9 @@ impl Default for DriverConfig {
         DriverConfig {
             backend: Backend::Auto,
             ring_entries: 256,
-            pool_buffers: 1024,
-            pool_buf_size: 4096,
+            pool_buffers: 64,
+            pool_buf_size: 64 * 1024,
+            pool_incremental: true,
             sqpoll_idle: None,
             send_zc_min: None,
         }
@@ -207,6 +215,21 @@ pub struct DriverStats {
     pub sq_full_flushes: u64,
     /// io_uring: extra enters to flush completions the kernel kept after a CQ overflow.
     pub cq_overflow_flushes: u64,
+    /// Send operations submitted (`Send`, `SendAll`, `SendVectored`, `SendTo`): each is
+    /// one send on the wire. (Received pieces are counted by the pool:
+    /// [`PoolStats::pieces`](crate::buf::PoolStats::pieces).)
+    pub sends: u64,
+}
+
+impl DriverStats {
+    /// Counts an operation submitted.
+    #[inline]
+    fn count(&mut self, op: &Op) {
+        self.submitted += 1;
+        if op.is_send() {
+            self.sends += 1;
+        }
+    }
 }
 
 /// A `Send + Sync` handle that interrupts the driver's wait from any thread.
@@ -399,7 +422,7 @@ impl Driver {
                 }
             }
         }
-        let pool = BufferPool::new_list(cfg.pool_buffers, cfg.pool_buf_size);
+        let pool = BufferPool::new_list(cfg.pool_buffers, cfg.pool_buf_size)?;
         let ep = epoll::Epoll::new(&waker)?;
         let info = BackendInfo {
             kind: Backend::Epoll,
@@ -493,7 +516,9 @@ impl Driver {
         token: u64,
         timeout: Option<Duration>,
     ) -> OpId {
-        let id = self.table.insert_token(op.into(), token, timeout);
+        let op = op.into();
+        self.stats.count(&op);
+        let id = self.table.insert_token(op, token, timeout);
         self.start(id);
         id
     }
@@ -634,10 +659,11 @@ impl Driver {
             // this op. Its one syscall runs now, without a slot.
             // SAFETY: the caller's promise for the op's pointers, for this call.
             if let Some(c) = unsafe { e.try_at_once(&op, &self.pool) } {
-                self.stats.submitted += 1;
+                self.stats.count(&op);
                 return Submitted::Done(c);
             }
         }
+        self.stats.count(&op);
         let id = self.table.insert_for_waker(op, timeout);
         self.start(id);
         let slot = self.table.get_mut(id).expect("just inserted");
@@ -699,10 +725,11 @@ impl Driver {
                 }
             };
             if let Some(result) = at_once {
-                self.stats.submitted += 1;
+                self.stats.count(&op);
                 return Err(result);
             }
         }
+        self.stats.count(&op);
         let id = self.table.insert_detached(op, HeldValue::new(held()));
         self.start(id);
         match self.backend {
@@ -730,6 +757,7 @@ impl Driver {
     ) -> Result<Option<OpId>, i32> {
         if let ActiveBackend::Uring(u) = &mut self.backend {
             self.stats.submitted += 1;
+            self.stats.sends += 1;
             return Ok(Some(u.start_background(&send, held)));
         }
         // SAFETY: the caller's promise.
@@ -765,9 +793,9 @@ impl Driver {
         }
     }
 
+    /// Starts the op in slot `id` (counted by the caller).
     #[inline]
     fn start(&mut self, id: OpId) {
-        self.stats.submitted += 1;
         if let ActiveBackend::Uring(u) = &mut self.backend {
             // io_uring starts an op without completing anything: no delivery needed.
             u.start(&mut self.table, id);

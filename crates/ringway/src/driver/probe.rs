@@ -92,11 +92,18 @@ pub(crate) fn build_uring(
         match try_rung(cfg, rung) {
             Ok((ring, pool)) => {
                 let mut ring = ring;
+                if cfg.pool_incremental && !pool.is_incremental() {
+                    fallbacks.push(format!(
+                        "buffer ring IOU_PBUF_RING_INC: EINVAL (whole buffers: {} of {} bytes)",
+                        pool.count(),
+                        pool.buf_size()
+                    ));
+                }
                 let env = UringEnv {
                     bgid: BGID,
-                    buf_size: cfg.pool_buf_size as u32,
+                    recv_per_trigger: recv_per_trigger(&pool),
                     send_zc_min: cfg.send_zc_min.unwrap_or(usize::MAX),
-                    recv_len_cap: multishot_recv_takes_a_length(&mut ring, &pool),
+                    recv_len_cap: multishot_recv_takes_a_length(&mut ring),
                 };
                 let uring = Box::new(Uring::new(ring, waker.raw_fd(), env));
                 return Ok((uring, pool, rung.flags.to_vec()));
@@ -125,16 +132,7 @@ fn try_rung(
         .build(cfg.ring_entries)
         .map_err(|e| ("io_uring_setup", e))?;
 
-    let pool = BufferPool::new_ring(cfg.pool_buffers, cfg.pool_buf_size)
-        .map_err(|e| ("buffer pool", e))?;
-    let addr = pool.ring_addr().expect("ring pool");
-    // SAFETY: the ring memory belongs to `pool`, which the driver keeps (and so keeps the
-    // mapping alive) for as long as the ring exists.
-    unsafe {
-        ring.submitter()
-            .register_buf_ring_with_flags(addr, pool.count(), BGID, 0)
-    }
-    .map_err(|e| ("register_buf_ring", e))?;
+    let pool = register_pool(&ring, cfg)?;
 
     // One round trip, to know that submission and completion really work here.
     let nop = opcode::Nop::new().build().user_data(0x6e6f70);
@@ -154,17 +152,104 @@ fn try_rung(
     }
 }
 
+/// Makes the core's pool and registers its buffer ring: incremental
+/// (`IOU_PBUF_RING_INC`, Linux 6.12) if configured and the kernel takes it, else whole
+/// buffers of [`PLAIN_BUF_SIZE`], as many as fit in the same memory (small pieces
+/// would otherwise each take a large buffer).
+fn register_pool(
+    ring: &IoUring,
+    cfg: &DriverConfig,
+) -> Result<BufferPool, (&'static str, io::Error)> {
+    let register = |pool: &BufferPool, flags: u16| {
+        let addr = pool.ring_addr().expect("ring pool");
+        // SAFETY: the ring memory belongs to `pool`, which the driver keeps (and so
+        // keeps the mapping alive) for as long as the ring exists.
+        unsafe {
+            ring.submitter()
+                .register_buf_ring_with_flags(addr, pool.count(), BGID, flags)
+        }
+    };
+    if cfg.pool_incremental {
+        let pool = BufferPool::new_ring(cfg.pool_buffers, cfg.pool_buf_size, true)
+            .map_err(|e| ("buffer pool", e))?;
+        match register(&pool, types::IOU_PBUF_RING_INC as u16) {
+            Ok(()) => return Ok(pool),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
+            Err(e) => return Err(("register_buf_ring", e)),
+        }
+    }
+    let (count, size) = if cfg.pool_incremental {
+        plain_geometry(cfg.pool_buffers, cfg.pool_buf_size)
+    } else {
+        (cfg.pool_buffers, cfg.pool_buf_size)
+    };
+    let pool = BufferPool::new_ring(count, size, false).map_err(|e| ("buffer pool", e))?;
+    register(&pool, 0).map_err(|e| ("register_buf_ring", e))?;
+    Ok(pool)
+}
+
+/// The buffer size of a pool whose kernel refuses incremental consumption.
+pub(crate) const PLAIN_BUF_SIZE: usize = 4096;
+
+/// `count` buffers of `size` bytes as whole buffers of [`PLAIN_BUF_SIZE`] (a power of
+/// two of them, at most 32768), or as they are if they are that small already.
+fn plain_geometry(count: u16, size: usize) -> (u16, usize) {
+    if size <= PLAIN_BUF_SIZE {
+        return (count, size);
+    }
+    let want = (count as usize * size / PLAIN_BUF_SIZE).clamp(1, 32768);
+    (want.next_power_of_two().min(32768) as u16, PLAIN_BUF_SIZE)
+}
+
+/// The cap on the bytes one multishot receive takes per trigger: two buffers of an
+/// incremental pool (a 100 KiB message in one go, a socket with more waiting cannot
+/// take the pool), eight whole buffers of a plain one (half the backlog's count).
+fn recv_per_trigger(pool: &BufferPool) -> u32 {
+    let buffers = if pool.is_incremental() { 2 } else { 8 };
+    (pool.buf_size() * buffers).min(u32::MAX as usize) as u32
+}
+
+/// The buffer group of the probe's own one-buffer ring.
+const PROBE_BGID: u16 = BGID + 1;
+
 /// Whether this kernel takes a length for a multishot receive (a cap on the bytes each
 /// trigger takes; newer kernels only, an older one answers `EINVAL`). Tried for real,
-/// on a socket pair: one byte received into a pool buffer means yes.
-pub(crate) fn multishot_recv_takes_a_length(ring: &mut IoUring, pool: &BufferPool) -> bool {
+/// on a socket pair: one byte received into a pool buffer means yes. The byte goes into
+/// a ring of one buffer registered for the probe alone: one taken from the core's
+/// incremental pool would shift every later piece of that buffer by a byte (and a
+/// message that fitted a buffer would straddle two).
+pub(crate) fn multishot_recv_takes_a_length(ring: &mut IoUring) -> bool {
+    let Ok(pool) = BufferPool::new_ring(1, 64, false) else {
+        return false;
+    };
+    let addr = pool.ring_addr().expect("ring pool");
+    // SAFETY: `pool` owns the ring memory and outlives its registration (unregistered
+    // below, before it is dropped).
+    if unsafe {
+        ring.submitter()
+            .register_buf_ring_with_flags(addr, 1, PROBE_BGID, 0)
+    }
+    .is_err()
+    {
+        return false;
+    }
+    let supported = probe_recv_len(ring, &pool);
+    if ring.submitter().unregister_buf_ring(PROBE_BGID).is_err() {
+        // Still registered: the kernel may write into it; it must never be freed.
+        std::mem::forget(pool);
+    }
+    supported
+}
+
+/// [`multishot_recv_takes_a_length`] on a registered ring of one buffer.
+fn probe_recv_len(ring: &mut IoUring, pool: &BufferPool) -> bool {
     use std::io::Write;
     use std::os::fd::AsRawFd;
     let Ok((a, mut b)) = std::os::unix::net::UnixStream::pair() else {
         return false;
     };
     const PROBE: u64 = 0x6d73686f74;
-    let recv = opcode::RecvMulti::new(types::Fd(a.as_raw_fd()), BGID)
+    let recv = opcode::RecvMulti::new(types::Fd(a.as_raw_fd()), PROBE_BGID)
         .len(pool.buf_size() as u32)
         .build()
         .user_data(PROBE);
@@ -185,7 +270,7 @@ pub(crate) fn multishot_recv_takes_a_length(ring: &mut IoUring, pool: &BufferPoo
                 continue;
             }
             if let Some(bid) = cqueue::buffer_select(c.flags()) {
-                drop(pool.provided(bid, c.result().max(0) as usize));
+                drop(pool.provided(bid, c.result(), c.flags()));
             }
             if c.result() == 1 {
                 supported = true;

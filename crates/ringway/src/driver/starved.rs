@@ -73,10 +73,12 @@ mod tests {
 
     #[test]
     fn rearms_oldest_first_only_as_many_as_buffers_came_back() {
-        let pool = BufferPool::new_list(4, 8);
-        let mut held: Vec<_> = std::iter::from_fn(|| pool.take_free())
-            .map(|(bid, _)| pool.provided(bid, 0))
-            .collect();
+        let pool = BufferPool::new_list(4, 8).unwrap();
+        // Each receive fills a whole buffer: all four are held.
+        let mut held: Vec<_> =
+            std::iter::from_fn(|| pool.receive(|_, room| room as i32).ok().map(|(b, _)| b))
+                .collect();
+        assert_eq!(held.len(), 4);
         let mut s = Starved::default();
         for i in 0..3 {
             s.park(id(i));

@@ -7,7 +7,7 @@ use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 use super::Operation;
-use crate::buf::{IoBuf, IoBufMut, PoolBuf};
+use crate::buf::{IoBuf, IoBufMut};
 use crate::driver::{op as raw, Completion, Op, RawAddr};
 
 /// Receive into a caller buffer (`recv`), or read at an offset when `offset` is set.
@@ -201,23 +201,6 @@ impl Operation for Connect {
     }
     fn complete(self, c: Completion) -> Self::Output {
         c.io_result().map(drop)
-    }
-}
-
-/// Receive once into a pool buffer.
-#[derive(Debug)]
-pub struct RecvPoolOnce {
-    pub(crate) fd: RawFd,
-}
-
-impl Operation for RecvPoolOnce {
-    type Output = io::Result<Option<PoolBuf>>;
-    fn op(&mut self) -> Op {
-        raw::RecvPool { fd: self.fd }.into()
-    }
-    fn complete(self, c: Completion) -> Self::Output {
-        let n = c.io_result()?;
-        Ok(if n == 0 { None } else { c.buf })
     }
 }
 

@@ -9,7 +9,7 @@ use super::background::{Background, Flush, SendAllFuture};
 use crate::buf::{IoBuf, IoBufMut, PoolBuf, Slice};
 use crate::driver::op::RecvMulti;
 use crate::driver::{QueueWatch, RawAddr};
-use crate::io::ops::{self, Read, RecvPoolOnce, Write, WriteVectored};
+use crate::io::ops::{self, Read, Write, WriteVectored};
 use crate::io::{MultiShot, OpFuture};
 use crate::runtime::context::{try_with_driver, with_driver};
 
@@ -202,10 +202,6 @@ impl Socket {
             iov: Vec::with_capacity(bufs.len()),
             bufs,
         })
-    }
-
-    pub(super) fn recv_pool(&self) -> OpFuture<RecvPoolOnce> {
-        OpFuture::new(RecvPoolOnce { fd: self.fd() })
     }
 
     pub(super) fn recv_multishot(&self) -> RecvStream {

@@ -13,7 +13,7 @@ use super::socket::{ReadFuture, RecvStream, Socket, WriteAll, WriteFuture};
 use crate::buf::{IoBuf, IoBufMut};
 use crate::driver::op::AcceptMulti;
 use crate::driver::RawAddr;
-use crate::io::ops::{Accept, RecvPoolOnce, WriteVectored};
+use crate::io::ops::{Accept, WriteVectored};
 use crate::io::{MultiShot, OpFuture};
 
 /// Options for [`TcpListener::bind_with`].
@@ -280,11 +280,6 @@ impl TcpStream {
     /// Writes several buffers in one `sendmsg`; returns how many bytes went.
     pub fn write_vectored<B: IoBuf + Unpin>(&mut self, bufs: Vec<B>) -> OpFuture<WriteVectored<B>> {
         self.socket.write_vectored(bufs)
-    }
-
-    /// Receives once into a pool buffer; `None` at end of stream.
-    pub fn recv_pool(&mut self) -> OpFuture<RecvPoolOnce> {
-        self.socket.recv_pool()
     }
 
     /// A multishot receive: see [`RecvStream`].

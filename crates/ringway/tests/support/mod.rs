@@ -21,8 +21,24 @@ const PERF_EVENT_IOC_RESET: libc::c_ulong = 0x2403;
 impl SyscallCounter {
     /// A counter for `name` (e.g. `io_uring_enter`), stopped and at zero.
     pub(crate) fn new(name: &'static str) -> io::Result<Self> {
-        let path = format!("/sys/kernel/tracing/events/syscalls/sys_enter_{name}/id");
-        let id: u64 = std::fs::read_to_string(&path)
+        Self::tracepoint(
+            name,
+            &format!("/sys/kernel/tracing/events/syscalls/sys_enter_{name}/id"),
+        )
+    }
+
+    /// A counter for the kernel's tracepoint `category:event` (e.g.
+    /// `io_uring:io_uring_submit_req`: every SQE the kernel takes from this thread),
+    /// stopped and at zero.
+    pub(crate) fn event(category: &str, event: &'static str) -> io::Result<Self> {
+        Self::tracepoint(
+            event,
+            &format!("/sys/kernel/tracing/events/{category}/{event}/id"),
+        )
+    }
+
+    fn tracepoint(name: &'static str, path: &str) -> io::Result<Self> {
+        let id: u64 = std::fs::read_to_string(path)
             .map_err(|e| io::Error::new(e.kind(), format!("{path}: {e} (tracefs needed)")))?
             .trim()
             .parse()

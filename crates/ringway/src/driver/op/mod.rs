@@ -25,7 +25,7 @@ mod poll;
 mod read_at;
 mod recv;
 mod recv_from;
-mod recv_pool;
+mod recv_multi;
 mod send;
 mod send_all;
 mod send_to;
@@ -44,8 +44,8 @@ pub use poll::Poll;
 pub use read_at::ReadAt;
 pub use recv::Recv;
 pub use recv_from::RecvFrom;
-pub(crate) use recv_pool::recv_bytes;
-pub use recv_pool::{RecvMulti, RecvPool};
+pub(crate) use recv_multi::recv_bytes;
+pub use recv_multi::RecvMulti;
 pub use send::Send;
 pub use send_all::SendAll;
 pub use send_to::SendTo;
@@ -303,8 +303,6 @@ ops! {
     Connect,
     /// Receives into a caller buffer.
     Recv,
-    /// Receives once into a pool buffer.
-    RecvPool,
     /// Receives into pool buffers until cancelled, end of stream or an error.
     RecvMulti,
     /// Sends a caller buffer.
@@ -344,6 +342,15 @@ impl Op {
     /// True if the operation produces many completions.
     pub fn is_multishot(&self) -> bool {
         OpKind::is_multishot(self)
+    }
+
+    /// True for the ops that send bytes on a socket (each is one send on the wire).
+    #[inline]
+    pub fn is_send(&self) -> bool {
+        matches!(
+            self,
+            Op::Send(_) | Op::SendAll(_) | Op::SendVectored(_) | Op::SendTo(_)
+        )
     }
 }
 

@@ -57,8 +57,9 @@ const ENTER_GETEVENTS: u32 = 1;
 pub(crate) struct UringEnv {
     /// The provided-buffer ring's group id.
     pub bgid: u16,
-    /// The size of each provided buffer.
-    pub buf_size: u32,
+    /// The most bytes a multishot receive takes per trigger (when the kernel takes a
+    /// cap: `recv_len_cap`).
+    pub recv_per_trigger: u32,
     /// Sends of at least this many bytes use `SEND_ZC` (`usize::MAX`: never).
     pub send_zc_min: usize,
     /// The kernel takes a per-trigger length for a multishot receive (probed).
@@ -542,7 +543,7 @@ impl Records {
         }
         let mut c = Completion::new(result);
         if let Some(bid) = cqueue::buffer_select(flags) {
-            c.buf = Some(d.pool.provided(bid, result.max(0) as usize));
+            c.buf = d.pool.provided(bid, result, flags);
         }
         let Some(slot) = d.table.get_mut(id) else {
             return; // stale; a buffer in `c` goes back on drop
@@ -646,7 +647,7 @@ impl Records {
                     slot,
                     id,
                     result,
-                    || pool.provided(bid, result as usize),
+                    || pool.provided_bytes(bid, result as u32, flags),
                     d.stats,
                     d.backlogged,
                 );
