@@ -59,6 +59,7 @@ pub mod fs;
 pub mod io;
 pub mod net;
 pub mod runtime;
+pub mod signal;
 pub mod time;
 
 pub use driver::{Backend, BackendInfo};
