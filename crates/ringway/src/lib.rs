@@ -58,6 +58,7 @@ pub mod driver;
 pub mod fs;
 pub mod io;
 pub mod net;
+pub mod process;
 pub mod runtime;
 pub mod signal;
 pub mod time;
