@@ -61,6 +61,8 @@ pub mod net;
 pub mod process;
 pub mod runtime;
 pub mod signal;
+pub mod sync;
+pub mod task;
 pub mod time;
 
 pub use driver::{Backend, BackendInfo};
