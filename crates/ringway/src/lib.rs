@@ -51,7 +51,14 @@
 //!
 //! The layers, bottom up: [`driver`] (io_uring | epoll, one op API, usable without the
 //! executor), [`buf`] (owned buffers and the provided-buffer pool), [`runtime`]
-//! (executor, tasks, `spawn_blocking`), [`time`], [`net`], [`fs`].
+//! (executor, tasks, `spawn_blocking`), [`time`], [`net`], [`fs`]; and what a service
+//! needs beside them: [`signal`] (ctrl-c and signal streams), [`process`] (children
+//! waited for through pidfds), [`sync`] (channels across cores, locks on one core),
+//! [`task`] (`JoinSet`, `task_local!`).
+//!
+//! Coming from tokio: `docs/from-tokio.md` in the repository maps each tokio name to
+//! ringway's, and says what changes (owned buffers, `!Send` tasks). Runtime-agnostic
+//! crates (`tokio::sync`, `async-channel`, `futures`) work on ringway as they are.
 
 pub mod buf;
 pub mod driver;

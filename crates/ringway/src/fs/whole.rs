@@ -44,7 +44,10 @@ pub async fn read<P: AsRef<Path>>(path: P) -> io::Result<Vec<u8>> {
             .await
             .map_err(|e| named(e, "read", path));
     }
-    let file = File::open(path).await?; // names the path itself
+    // `File::open`'s error already names the path: say what was being done.
+    let file = File::open(path)
+        .await
+        .map_err(|e| io::Error::new(e.kind(), format!("read {e}")))?;
     read_file(&file).await.map_err(|e| named(e, "read", path))
 }
 
@@ -117,7 +120,8 @@ where
         .create(true)
         .truncate(true)
         .open(path)
-        .await?;
+        .await
+        .map_err(|e| io::Error::new(e.kind(), format!("write {e}")))?;
     let (r, _) = file.write_all_at(contents, 0).await;
     r.map_err(|e| named(e, "write", path))
 }
