@@ -1,12 +1,16 @@
 //! `ringway echo`: a TCP echo server on every core.
 
+use std::future::Future;
 use std::io::{self, Write as _};
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::Poll;
 
 use clap::Args;
 use ringway::net::{bind_per_core, ListenOptions, TcpListener, TcpStream};
 
 use crate::runtime_args::RuntimeArgs;
+use crate::stop_signals::StopSignals;
 
 #[derive(Debug, Args)]
 pub(crate) struct EchoArgs {
@@ -18,6 +22,8 @@ pub(crate) struct EchoArgs {
 }
 
 pub(crate) fn run(args: EchoArgs) -> io::Result<()> {
+    // Before the cores start, so that they inherit the blocked mask.
+    let stop = StopSignals::new()?;
     let rt = args.runtime.build()?;
     // One listener per core, all made here so that a bad or taken address fails here
     // with a clear message, and port 0 resolves to one port shared by every core.
@@ -40,10 +46,28 @@ pub(crate) fn run(args: EchoArgs) -> io::Result<()> {
         })
         .collect();
     rt.block_on(async move {
-        for c in cores {
-            c.await.map_err(|e| io::Error::other(e.to_string()))??;
-        }
-        Ok(())
+        let mut served = ringway::spawn(async move {
+            for c in cores {
+                c.await.map_err(|e| io::Error::other(e.to_string()))??;
+            }
+            Ok(())
+        });
+        let mut stopped = ringway::spawn(stop.next());
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(r) = Pin::new(&mut served).poll(cx) {
+                return Poll::Ready(r.map_err(|e| io::Error::other(e.to_string()))?);
+            }
+            if let Poll::Ready(Ok(sig)) = Pin::new(&mut stopped).poll(cx) {
+                let _ = writeln!(
+                    io::stderr(),
+                    "ringway echo: signal {}, stopping",
+                    sig.as_raw()
+                );
+                return Poll::Ready(Ok(()));
+            }
+            Poll::Pending
+        })
+        .await
     })
 }
 

@@ -14,6 +14,7 @@ mod echo;
 mod load;
 mod runtime_args;
 mod serve;
+mod stop_signals;
 
 use clap::{Parser, Subcommand};
 

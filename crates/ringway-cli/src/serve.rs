@@ -17,6 +17,7 @@ use http::{header, HeaderValue, Request, Response, StatusCode};
 use ringway_http::{Body, Config, PreparedResponse, RequestView, Responder, Server, Written};
 
 use crate::runtime_args::RuntimeArgs;
+use crate::stop_signals::StopSignals;
 
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
@@ -89,10 +90,9 @@ enum Mode {
 }
 
 pub(crate) fn run(args: ServeArgs) -> io::Result<()> {
-    // Block SIGINT/SIGTERM before any thread starts (they inherit the mask); one thread
-    // waits for them with sigwait and starts the graceful shutdown. The runtime has no
-    // signal support of its own.
-    let sigs = block_signals()?;
+    // Listen for SIGINT/SIGTERM before any core starts (the cores inherit the blocked
+    // mask), so that one sent as soon as the address is printed is not missed.
+    let stop = StopSignals::new()?;
     let rt = args.runtime.build()?;
     let cfg = Config {
         access_log: !args.no_access_log,
@@ -149,14 +149,19 @@ pub(crate) fn run(args: ServeArgs) -> io::Result<()> {
     );
     io::stdout().flush()?;
     let handle = running.shutdown_handle();
-    std::thread::spawn(move || {
-        let sig = wait_signal(&sigs);
-        // Not eprintln!: a closed stderr must not keep the server from stopping.
-        let _ = writeln!(
-            io::stderr(),
-            "ringway serve: signal {sig}, shutting down (draining)"
-        );
-        handle.shutdown();
+    // A task of core 0 (the thread that made the signal streams), run by `wait` below.
+    rt.block_on(async move {
+        ringway::spawn(async move {
+            let sig = stop.next().await;
+            // Not eprintln!: a closed stderr must not keep the server from stopping.
+            let _ = writeln!(
+                io::stderr(),
+                "ringway serve: signal {}, shutting down (draining)",
+                sig.as_raw()
+            );
+            handle.shutdown();
+        })
+        .detach();
     });
     let stats = running.wait(&rt);
     let _ = writeln!(io::stderr(), "ringway serve: stopped: {stats}");
@@ -246,27 +251,4 @@ fn not_found() -> Response<Body> {
     let mut r = Response::new(Body::from("Not Found\n"));
     *r.status_mut() = StatusCode::NOT_FOUND;
     r
-}
-
-fn block_signals() -> io::Result<libc::sigset_t> {
-    // SAFETY: sigset_t is plain data; the calls initialise it before use and only
-    // change this thread's signal mask.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        let r = libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        if r != 0 {
-            return Err(io::Error::from_raw_os_error(r));
-        }
-        Ok(set)
-    }
-}
-
-fn wait_signal(set: &libc::sigset_t) -> i32 {
-    let mut sig = 0;
-    // SAFETY: `set` was initialised by block_signals; `sig` is a valid out pointer.
-    unsafe { libc::sigwait(set, &mut sig) };
-    sig
 }

@@ -1,9 +1,31 @@
-//! Files: open, positioned reads and writes, sync.
+//! Files: open, positioned reads and writes, sync; whole files ([`read`], [`write`]);
+//! directories and paths ([`create_dir_all`], [`remove_file`], [`rename`],
+//! [`metadata`], [`read_dir`], ...).
 //!
-//! On io_uring these are real asynchronous operations. On epoll, regular files are
-//! always "ready", so the driver runs `pread`/`pwrite` at submission, as every
-//! readiness-based runtime does (the page cache makes that cheap; a cold disk read
-//! blocks the core for its duration).
+//! On io_uring these are real asynchronous operations (path operations included:
+//! `MKDIRAT`, `UNLINKAT`, `RENAMEAT`, `STATX`, where the kernel has them; the blocking
+//! pool otherwise). On epoll, regular files are always "ready", so the driver runs a
+//! [`File`]'s `pread`/`pwrite` at submission, as every readiness-based runtime does
+//! (the page cache makes that cheap; a cold disk read blocks the core for its
+//! duration); the whole-file and path functions run on the blocking pool there
+//! instead, so that they never stall a core. Directory listings use the blocking pool
+//! on both (no ring op lists a directory).
+//!
+//! Errors name the path: `metadata /srv/missing: No such file or directory (os error
+//! 2)`, with the `io::ErrorKind` of the OS error kept.
+
+mod metadata;
+mod path_ops;
+mod read_dir;
+mod whole;
+
+pub use metadata::{FileType, Metadata};
+pub use path_ops::{
+    create_dir, create_dir_all, metadata, remove_dir, remove_dir_all, remove_file, rename,
+    symlink_metadata, try_exists,
+};
+pub use read_dir::{read_dir, DirEntry, ReadDir};
+pub use whole::{read, read_to_string, write};
 
 use std::ffi::CString;
 use std::io;

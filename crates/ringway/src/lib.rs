@@ -51,14 +51,25 @@
 //!
 //! The layers, bottom up: [`driver`] (io_uring | epoll, one op API, usable without the
 //! executor), [`buf`] (owned buffers and the provided-buffer pool), [`runtime`]
-//! (executor, tasks, `spawn_blocking`), [`time`], [`net`], [`fs`].
+//! (executor, tasks, `spawn_blocking`), [`time`], [`net`], [`fs`]; and what a service
+//! needs beside them: [`signal`] (ctrl-c and signal streams), [`process`] (children
+//! waited for through pidfds), [`sync`] (channels across cores, locks on one core),
+//! [`task`] (`JoinSet`, `task_local!`).
+//!
+//! Coming from tokio: `docs/from-tokio.md` in the repository maps each tokio name to
+//! ringway's, and says what changes (owned buffers, `!Send` tasks). Runtime-agnostic
+//! crates (`tokio::sync`, `async-channel`, `futures`) work on ringway as they are.
 
 pub mod buf;
 pub mod driver;
 pub mod fs;
 pub mod io;
 pub mod net;
+pub mod process;
 pub mod runtime;
+pub mod signal;
+pub mod sync;
+pub mod task;
 pub mod time;
 
 pub use driver::{Backend, BackendInfo};

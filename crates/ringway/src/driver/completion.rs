@@ -32,7 +32,7 @@ impl OpId {
 pub struct Completion {
     /// The result: a count or an fd when `>= 0`, `-errno` otherwise.
     pub result: i32,
-    /// For `RecvPool` and `RecvMulti`: the buffer the bytes landed in.
+    /// For `RecvMulti`: the piece of a pool buffer the bytes landed in.
     pub buf: Option<PoolBuf>,
     /// For `Accept` and `RecvFrom`: the peer's IP address. (Kept small on purpose: a
     /// completion is moved several times on its way to the task.)

@@ -9,8 +9,11 @@
 
 pub mod ops;
 mod pipe;
+mod stream_fd;
 
 pub use pipe::Pipe;
+pub(crate) use stream_fd::StreamFd;
+pub use stream_fd::{FdRead, FdWrite, FdWriteAll};
 
 use std::future::Future;
 use std::pin::Pin;

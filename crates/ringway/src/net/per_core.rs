@@ -2,10 +2,9 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 use super::ListenOptions;
-use crate::driver::RawAddr;
 
 /// Binds `count` listening sockets on `addr` that share its port with `SO_REUSEPORT`
 /// (one per core: the kernel spreads connections among them), after checking that no
@@ -58,49 +57,16 @@ pub fn bind_per_core(
 
 /// A TCP socket bound to `addr`, with `SO_REUSEPORT` if `reuse_port`.
 fn bound(addr: SocketAddr, opts: &ListenOptions, reuse_port: bool) -> io::Result<OwnedFd> {
-    let domain = if addr.is_ipv4() {
-        libc::AF_INET
-    } else {
-        libc::AF_INET6
-    };
-    // SAFETY: socket() takes no pointers; the result is checked.
-    let raw = unsafe { libc::socket(domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-    if raw < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a fresh fd we own.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    let set = |level, name, on: bool| {
-        let v = libc::c_int::from(on);
-        // SAFETY: passes a pointer to a live c_int with its size.
-        let r = unsafe {
-            libc::setsockopt(
-                raw,
-                level,
-                name,
-                &v as *const libc::c_int as *const libc::c_void,
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if r < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(())
-        }
-    };
-    set(libc::SOL_SOCKET, libc::SO_REUSEADDR, opts.reuse_addr)?;
-    if reuse_port {
-        set(libc::SOL_SOCKET, libc::SO_REUSEPORT, true)?;
-    }
-    if let (Some(v6), true) = (opts.only_v6, addr.is_ipv6()) {
-        set(libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, v6)?;
-    }
-    let raw_addr = RawAddr::from_socket_addr(&addr);
-    let (p, l) = raw_addr.as_ptr();
-    // SAFETY: p points to a live sockaddr of length l.
-    if unsafe { libc::bind(raw, p, l) } < 0 {
-        let e = io::Error::last_os_error();
-        return Err(io::Error::new(e.kind(), format!("cannot bind {addr}: {e}")));
-    }
-    Ok(fd)
+    // Blocking and close-on-exec, as std makes its sockets: each core adopts its
+    // listener with `TcpListener::from_std`, which sets the mode its backend wants.
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        None,
+    )?;
+    opts.apply(&socket2::SockRef::from(&socket), &addr, reuse_port)?;
+    socket
+        .bind(&addr.into())
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot bind {addr}: {e}")))?;
+    Ok(socket.into())
 }

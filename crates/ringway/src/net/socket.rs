@@ -68,42 +68,19 @@ impl Socket {
         self.fd.as_ref().expect("socket is open").as_raw_fd()
     }
 
-    pub(super) fn setsockopt<T>(&self, level: i32, name: i32, value: T) -> io::Result<()> {
-        // SAFETY: passes a pointer to a live T with its size.
-        let r = unsafe {
-            libc::setsockopt(
-                self.fd(),
-                level,
-                name,
-                &value as *const T as *const libc::c_void,
-                std::mem::size_of::<T>() as libc::socklen_t,
-            )
-        };
-        if r < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(())
-        }
+    /// The socket as socket2 sees it: every option goes through there.
+    pub(super) fn sock(&self) -> socket2::SockRef<'_> {
+        socket2::SockRef::from(self.fd.as_ref().expect("socket is open"))
     }
 
-    pub(super) fn getsockopt_int(&self, level: i32, name: i32) -> io::Result<i32> {
-        let mut v: libc::c_int = 0;
-        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: v and len are live and sized for the call.
-        let r = unsafe {
-            libc::getsockopt(
-                self.fd(),
-                level,
-                name,
-                &mut v as *mut _ as *mut libc::c_void,
-                &mut len,
-            )
-        };
-        if r < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(v)
-        }
+    /// True for an IPv6 socket.
+    pub(super) fn is_ipv6(&self) -> io::Result<bool> {
+        Ok(i32::from(self.local_addr()?.storage.ss_family) == libc::AF_INET6)
+    }
+
+    pub(super) fn borrowed(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.fd.as_ref().expect("socket is open").as_fd()
     }
 
     pub(super) fn bind(&self, addr: &RawAddr) -> io::Result<()> {

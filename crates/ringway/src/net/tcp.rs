@@ -41,6 +41,26 @@ impl Default for ListenOptions {
     }
 }
 
+impl ListenOptions {
+    /// Sets these options on a listening socket about to be bound to `addr`
+    /// (`reuse_port` separately: `bind_per_core` sets it on all but its probe).
+    pub(super) fn apply(
+        &self,
+        sock: &socket2::SockRef<'_>,
+        addr: &SocketAddr,
+        reuse_port: bool,
+    ) -> io::Result<()> {
+        sock.set_reuse_address(self.reuse_addr)?;
+        if reuse_port {
+            sock.set_reuse_port(true)?;
+        }
+        if let (Some(v6), true) = (self.only_v6, addr.is_ipv6()) {
+            sock.set_only_v6(v6)?;
+        }
+        Ok(())
+    }
+}
+
 fn domain_of(addr: &SocketAddr) -> i32 {
     if addr.is_ipv4() {
         libc::AF_INET
@@ -52,7 +72,7 @@ fn domain_of(addr: &SocketAddr) -> i32 {
 /// A TCP listener on the current core.
 #[derive(Debug)]
 pub struct TcpListener {
-    socket: Socket,
+    pub(super) socket: Socket,
 }
 
 impl TcpListener {
@@ -65,15 +85,7 @@ impl TcpListener {
     pub fn bind_with<A: ToSocketAddrs>(addr: A, opts: &ListenOptions) -> io::Result<TcpListener> {
         let addr = super::first_addr(addr)?;
         let socket = Socket::new(domain_of(&addr), libc::SOCK_STREAM)?;
-        if opts.reuse_addr {
-            socket.setsockopt(libc::SOL_SOCKET, libc::SO_REUSEADDR, 1 as libc::c_int)?;
-        }
-        if opts.reuse_port {
-            socket.setsockopt(libc::SOL_SOCKET, libc::SO_REUSEPORT, 1 as libc::c_int)?;
-        }
-        if let (Some(v6), true) = (opts.only_v6, addr.is_ipv6()) {
-            socket.setsockopt(libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, v6 as libc::c_int)?;
-        }
+        opts.apply(&socket.sock(), &addr, opts.reuse_port)?;
         socket
             .bind(&RawAddr::from_socket_addr(&addr))
             .map_err(|e| io::Error::new(e.kind(), format!("cannot bind {addr}: {e}")))?;
@@ -183,7 +195,7 @@ impl Incoming<'_> {
 /// A TCP connection.
 #[derive(Debug)]
 pub struct TcpStream {
-    socket: Socket,
+    pub(super) socket: Socket,
 }
 
 impl TcpStream {
@@ -287,6 +299,13 @@ impl TcpStream {
         self.socket.recv_multishot()
     }
 
+    /// Borrowed halves: one that reads and one that writes, usable at the same time in
+    /// one task (see [`ReadHalf`](super::ReadHalf)). For halves that two tasks own,
+    /// [`into_split`](Self::into_split).
+    pub fn split(&mut self) -> (super::ReadHalf<'_>, super::WriteHalf<'_>) {
+        super::split::split(&self.socket)
+    }
+
     /// Splits into a read half and a write half that can live in different tasks (of
     /// the same core). The socket closes when both are dropped.
     pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
@@ -299,16 +318,12 @@ impl TcpStream {
 
     /// `TCP_NODELAY`.
     pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
-        self.socket
-            .setsockopt(libc::IPPROTO_TCP, libc::TCP_NODELAY, on as libc::c_int)
+        self.socket.sock().set_tcp_nodelay(on)
     }
 
     /// Whether `TCP_NODELAY` is set.
     pub fn nodelay(&self) -> io::Result<bool> {
-        Ok(self
-            .socket
-            .getsockopt_int(libc::IPPROTO_TCP, libc::TCP_NODELAY)?
-            != 0)
+        self.socket.sock().tcp_nodelay()
     }
 
     /// Shuts down reading, writing or both.

@@ -14,7 +14,7 @@ use crate::io::OpFuture;
 /// independent, so several may be in flight at once.
 #[derive(Debug)]
 pub struct UdpSocket {
-    socket: Socket,
+    pub(super) socket: Socket,
 }
 
 impl UdpSocket {

@@ -14,7 +14,7 @@ use crate::io::OpFuture;
 /// A Unix stream listener. The socket file is not removed on drop (as with std).
 #[derive(Debug)]
 pub struct UnixListener {
-    socket: Socket,
+    pub(super) socket: Socket,
 }
 
 impl UnixListener {
@@ -51,7 +51,7 @@ impl AsRawFd for UnixListener {
 /// A Unix stream connection.
 #[derive(Debug)]
 pub struct UnixStream {
-    socket: Socket,
+    pub(super) socket: Socket,
 }
 
 impl UnixStream {
@@ -157,6 +157,12 @@ impl UnixStream {
     /// A multishot receive into pool buffers.
     pub fn recv_multishot(&mut self) -> RecvStream {
         self.socket.recv_multishot()
+    }
+
+    /// Borrowed halves: one that reads and one that writes, usable at the same time in
+    /// one task (see [`ReadHalf`](super::ReadHalf)).
+    pub fn split(&mut self) -> (super::ReadHalf<'_>, super::WriteHalf<'_>) {
+        super::split::split(&self.socket)
     }
 
     /// Shuts down reading, writing or both.

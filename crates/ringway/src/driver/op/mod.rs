@@ -19,40 +19,58 @@ mod accept;
 mod close;
 mod connect;
 mod fsync;
+mod mkdir;
 mod nop;
 mod open;
 mod poll;
 mod read_at;
+mod read_fd;
 mod recv;
 mod recv_from;
+mod recv_msg;
 mod recv_multi;
+mod rename;
 mod send;
 mod send_all;
 mod send_to;
 mod send_vectored;
 mod shutdown;
 mod splice;
+mod statx;
+mod supported;
+mod unlink;
+mod wait_id;
 mod write_at;
+mod write_fd;
 
 pub use accept::{Accept, AcceptMulti};
 pub use close::Close;
 pub use connect::Connect;
 pub use fsync::Fsync;
+pub use mkdir::MkDir;
 pub use nop::Nop;
 pub use open::Open;
 pub use poll::Poll;
 pub use read_at::ReadAt;
+pub use read_fd::ReadFd;
 pub use recv::Recv;
 pub use recv_from::RecvFrom;
+pub use recv_msg::RecvMsg;
 pub(crate) use recv_multi::recv_bytes;
 pub use recv_multi::RecvMulti;
+pub use rename::Rename;
 pub use send::Send;
 pub use send_all::SendAll;
 pub use send_to::SendTo;
 pub use send_vectored::SendVectored;
 pub use shutdown::Shutdown;
 pub use splice::Splice;
+pub use statx::Statx;
+pub use supported::{supported, UringOpcode};
+pub use unlink::Unlink;
+pub use wait_id::WaitId;
 pub use write_at::WriteAt;
+pub use write_fd::WriteFd;
 
 pub(crate) use send_vectored::empty_msghdr;
 
@@ -331,6 +349,22 @@ ops! {
     Splice,
     /// Waits for readiness.
     Poll,
+    /// Reads a pipe or another pollable fd that is not a socket.
+    ReadFd,
+    /// Writes a pipe or another pollable fd that is not a socket.
+    WriteFd,
+    /// Receives one message into the caller's `msghdr`.
+    RecvMsg,
+    /// Waits for a child process through its pidfd, and reaps it.
+    WaitId,
+    /// A file's metadata by path.
+    Statx,
+    /// Makes a directory.
+    MkDir,
+    /// Renames a path.
+    Rename,
+    /// Removes a file or an empty directory.
+    Unlink,
 }
 
 impl Op {
