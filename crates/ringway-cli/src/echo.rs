@@ -27,7 +27,12 @@ pub(crate) fn run(args: EchoArgs) -> io::Result<()> {
     let rt = args.runtime.build()?;
     // One listener per core, all made here so that a bad or taken address fails here
     // with a clear message, and port 0 resolves to one port shared by every core.
-    let listeners = bind_per_core(args.bind, rt.cores(), &ListenOptions::default())?;
+    // Connections inherit TCP_NODELAY from the listener: no setsockopt per accept.
+    let opts = ListenOptions {
+        nodelay: true,
+        ..ListenOptions::default()
+    };
+    let listeners = bind_per_core(args.bind, rt.cores(), &opts)?;
     let addr = listeners[0].local_addr()?;
     println!(
         "ringway echo listening on {addr} ({} cores, backend {})",

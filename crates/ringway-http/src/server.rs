@@ -128,7 +128,12 @@ impl Server {
             .to_socket_addrs()?
             .next()
             .ok_or_else(|| io::Error::other("no address to bind"))?;
-        let listeners = bind_per_core(addr, rt.cores(), &ListenOptions::default())?;
+        // Connections inherit TCP_NODELAY from the listener: no setsockopt per accept.
+        let opts = ListenOptions {
+            nodelay: true,
+            ..ListenOptions::default()
+        };
+        let listeners = bind_per_core(addr, rt.cores(), &opts)?;
         let addr = listeners[0].local_addr()?;
         let stats = Arc::new(Stats::default());
         let log = match (self.cfg.access_log, self.log_sink) {

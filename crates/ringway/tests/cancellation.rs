@@ -486,7 +486,9 @@ async fn dropped_before_submission_has_no_effect() {
         let (r, _) = stream.write_all(vec![i; 5]).await;
         r.unwrap();
         expect.extend_from_slice(&[i; 5]);
+        // Closed through the ring with the next turn: let it come before blocking.
         drop(stream);
+        yield_now().await;
         let mut all = Vec::new();
         peer.set_read_timeout(Some(GUARD)).unwrap();
         peer.read_to_end(&mut all).unwrap();
@@ -591,8 +593,10 @@ async fn cancel_hands_the_buffer_back() {
     }
     assert_eq!((buf.len(), buf.capacity()), (big, big));
 
-    // The peer gets exactly the bytes the writes reported.
+    // The peer gets exactly the bytes the writes reported (the close goes through the
+    // ring with the next turn: let it come before blocking).
     drop(stream);
+    yield_now().await;
     let mut all = Vec::new();
     peer.set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();

@@ -784,7 +784,8 @@ impl Driver {
                 let _ = unsafe { self.submit_detached(close.into(), KeptUntilDone(())) };
             }
             (ActiveBackend::Epoll(e), Some(id)) => e.close_after(fd, id),
-            (_, None) => {
+            (ActiveBackend::Uring(u), None) => u.close_soon(fd),
+            (ActiveBackend::Epoll(_), None) => {
                 if let Err(e) = self.forget_fd(fd.as_raw_fd()) {
                     tracing::warn!(fd = fd.as_raw_fd(), error = %e, "epoll refused to remove a registration");
                 }

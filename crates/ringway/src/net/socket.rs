@@ -20,7 +20,25 @@ pub(crate) struct Socket {
     fd: Option<OwnedFd>,
     /// Made at the first `send_all`.
     background: std::sync::OnceLock<std::sync::Arc<Background>>,
+    /// What `TCP_NODELAY` is known to be (`NODELAY_*`): inherited from the listener
+    /// that accepted the connection, or last set. A call that asks for the known value
+    /// makes no syscall.
+    nodelay: std::sync::atomic::AtomicU8,
+    /// A connection a listener accepted: closed through the ring at drop (io_uring: the
+    /// close goes with the core's next enter, no syscall of its own). The connection's
+    /// task usually ends right there, and the loop turns. Everything else closes at
+    /// once: a listener's or a datagram socket's address is free when the drop
+    /// returns, and a client that drops its connection and then blocks (a test reading
+    /// the other end with std) does not wait for a turn that cannot come.
+    close_in_ring: bool,
 }
+
+/// `Socket::nodelay`: not known.
+pub(super) const NODELAY_UNKNOWN: u8 = 0;
+/// `Socket::nodelay`: off.
+pub(super) const NODELAY_OFF: u8 = 1;
+/// `Socket::nodelay`: on.
+pub(super) const NODELAY_ON: u8 = 2;
 
 impl Socket {
     /// A new socket with the flags the current backend wants.
@@ -39,6 +57,43 @@ impl Socket {
         Socket {
             fd: Some(fd),
             background: std::sync::OnceLock::new(),
+            nodelay: std::sync::atomic::AtomicU8::new(NODELAY_UNKNOWN),
+            close_in_ring: false,
+        }
+    }
+
+    /// This socket as a connection a listener accepted: closed through the ring, with
+    /// `TCP_NODELAY` known to be `nodelay` (a `NODELAY_*`: what the listener had).
+    pub(super) fn accepted(mut self, nodelay: u8) -> Socket {
+        self.close_in_ring = true;
+        *self.nodelay.get_mut() = nodelay;
+        self
+    }
+
+    /// This socket with `TCP_NODELAY` known to be `nodelay` (a `NODELAY_*`).
+    pub(super) fn with_nodelay(mut self, nodelay: u8) -> Socket {
+        *self.nodelay.get_mut() = nodelay;
+        self
+    }
+
+    /// `TCP_NODELAY`, set only if it is not known to be `on` already.
+    pub(super) fn set_nodelay(&self, on: bool) -> io::Result<()> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let want = if on { NODELAY_ON } else { NODELAY_OFF };
+        if self.nodelay.load(Relaxed) == want {
+            return Ok(());
+        }
+        self.sock().set_tcp_nodelay(on)?;
+        self.nodelay.store(want, Relaxed);
+        Ok(())
+    }
+
+    /// What `TCP_NODELAY` is, asked of the kernel only if not known.
+    pub(super) fn nodelay(&self) -> io::Result<bool> {
+        match self.nodelay.load(std::sync::atomic::Ordering::Relaxed) {
+            NODELAY_ON => Ok(true),
+            NODELAY_OFF => Ok(false),
+            _ => self.sock().tcp_nodelay(),
         }
     }
 
@@ -207,13 +262,14 @@ impl Drop for Socket {
     fn drop(&mut self) {
         let Some(fd) = self.fd.take() else { return };
         let sending = self.background.get().and_then(|b| b.in_flight());
-        if sending.is_some() {
-            // Closed by the driver once the background send has ended; outside a
-            // runtime (or with the driver busy) there is no driver to ask.
+        if sending.is_some() || self.close_in_ring {
+            // Closed by the driver (through the ring, after the background send if one
+            // is in flight); outside a runtime (or with the driver busy) there is no
+            // driver to ask.
             let mut fd = Some(fd);
             try_with_driver(|d| d.close_after(fd.take().expect("once"), sending));
             if let Some(fd) = fd {
-                // The send cannot be in flight without a driver: close plainly.
+                // No driver: no send can be in flight either. Close plainly.
                 drop(fd);
             }
             return;

@@ -9,7 +9,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use super::background::{Flush, SendAllFuture};
-use super::socket::{ReadFuture, RecvStream, Socket, WriteAll, WriteFuture};
+use super::socket::{
+    ReadFuture, RecvStream, Socket, WriteAll, WriteFuture, NODELAY_OFF, NODELAY_ON, NODELAY_UNKNOWN,
+};
 use crate::buf::{IoBuf, IoBufMut};
 use crate::driver::op::AcceptMulti;
 use crate::driver::RawAddr;
@@ -28,6 +30,11 @@ pub struct ListenOptions {
     pub backlog: i32,
     /// Only IPv6 on an IPv6 address. Default: the system's.
     pub only_v6: Option<bool>,
+    /// `TCP_NODELAY` on the listener, which every accepted connection inherits (Linux
+    /// copies it): a server that wants it on its connections sets it here, and then
+    /// [`TcpStream::set_nodelay`]`(true)` on an accepted connection costs no syscall.
+    /// Default false.
+    pub nodelay: bool,
 }
 
 impl Default for ListenOptions {
@@ -37,6 +44,7 @@ impl Default for ListenOptions {
             reuse_addr: true,
             backlog: 1024,
             only_v6: None,
+            nodelay: false,
         }
     }
 }
@@ -57,6 +65,9 @@ impl ListenOptions {
         if let (Some(v6), true) = (self.only_v6, addr.is_ipv6()) {
             sock.set_only_v6(v6)?;
         }
+        if self.nodelay {
+            sock.set_tcp_nodelay(true)?;
+        }
         Ok(())
     }
 }
@@ -73,6 +84,8 @@ fn domain_of(addr: &SocketAddr) -> i32 {
 #[derive(Debug)]
 pub struct TcpListener {
     pub(super) socket: Socket,
+    /// `TCP_NODELAY` of the listener, inherited by what it accepts (a `NODELAY_*`).
+    nodelay: u8,
 }
 
 impl TcpListener {
@@ -90,14 +103,24 @@ impl TcpListener {
             .bind(&RawAddr::from_socket_addr(&addr))
             .map_err(|e| io::Error::new(e.kind(), format!("cannot bind {addr}: {e}")))?;
         socket.listen(opts.backlog)?;
-        Ok(TcpListener { socket })
+        let nodelay = if opts.nodelay {
+            NODELAY_ON
+        } else {
+            NODELAY_OFF
+        };
+        Ok(TcpListener { socket, nodelay })
     }
 
-    /// Adopts a std listener.
+    /// Adopts a std listener (one of [`bind_per_core`](super::bind_per_core)'s, say).
     pub fn from_std(l: std::net::TcpListener) -> io::Result<TcpListener> {
-        Ok(TcpListener {
-            socket: Socket::adopt(OwnedFd::from(l))?,
-        })
+        let socket = Socket::adopt(OwnedFd::from(l))?;
+        // What its connections will inherit: asked once, here.
+        let nodelay = match socket.sock().tcp_nodelay() {
+            Ok(true) => NODELAY_ON,
+            Ok(false) => NODELAY_OFF,
+            Err(_) => NODELAY_UNKNOWN,
+        };
+        Ok(TcpListener { socket, nodelay })
     }
 
     /// Accepts one connection. Cancel-safe: if this future is dropped after the kernel
@@ -108,7 +131,7 @@ impl TcpListener {
         })
         .await?;
         let stream = TcpStream {
-            socket: Socket::from_fd(fd),
+            socket: Socket::from_fd(fd).accepted(self.nodelay),
         };
         let addr = match addr {
             Some(a) => a,
@@ -121,7 +144,7 @@ impl TcpListener {
     /// registration (epoll): no submission per connection.
     pub fn incoming(&self) -> Incoming<'_> {
         Incoming {
-            _listener: self,
+            listener: self,
             shot: MultiShot::new(
                 AcceptMulti {
                     fd: self.socket.fd(),
@@ -148,7 +171,7 @@ impl AsRawFd for TcpListener {
 
 /// Connections from [`TcpListener::incoming`].
 pub struct Incoming<'a> {
-    _listener: &'a TcpListener,
+    listener: &'a TcpListener,
     shot: MultiShot,
 }
 
@@ -177,7 +200,7 @@ impl Incoming<'_> {
                     // SAFETY: the kernel created this fd for us.
                     let fd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(c.result) };
                     return Poll::Ready(Some(Ok(TcpStream {
-                        socket: Socket::from_fd(fd),
+                        socket: Socket::from_fd(fd).accepted(self.listener.nodelay),
                     })));
                 }
                 Poll::Ready(Some(c)) => {
@@ -193,6 +216,14 @@ impl Incoming<'_> {
 }
 
 /// A TCP connection.
+///
+/// Dropping a connection that a [`TcpListener`] accepted closes it with the core's next
+/// turn: on io_uring through the ring (no syscall of its own, after any operation
+/// started before), on epoll at once. Code that blocks the core's thread right after
+/// such a drop (a test reading the peer's end with std, say) lets the loop turn first
+/// ([`yield_now`](crate::runtime::yield_now)). A connection made by
+/// [`connect`](Self::connect) or adopted with [`from_std`](Self::from_std) closes at
+/// once.
 #[derive(Debug)]
 pub struct TcpStream {
     pub(super) socket: Socket,
@@ -225,7 +256,9 @@ impl TcpStream {
                     io::Error::new(e.kind(), format!("connect to {addr}: {e}"))
                 }
             })?;
-        Ok(TcpStream { socket })
+        Ok(TcpStream {
+            socket: socket.with_nodelay(NODELAY_OFF),
+        })
     }
 
     /// Adopts a connected std stream.
@@ -316,14 +349,15 @@ impl TcpStream {
         )
     }
 
-    /// `TCP_NODELAY`.
+    /// `TCP_NODELAY`. No syscall if it is known to be set that way already (a
+    /// connection accepted by a listener with [`ListenOptions::nodelay`] has it on).
     pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
-        self.socket.sock().set_tcp_nodelay(on)
+        self.socket.set_nodelay(on)
     }
 
     /// Whether `TCP_NODELAY` is set.
     pub fn nodelay(&self) -> io::Result<bool> {
-        self.socket.sock().tcp_nodelay()
+        self.socket.nodelay()
     }
 
     /// Shuts down reading, writing or both.

@@ -44,6 +44,8 @@ const TIMEOUT_UD: u64 = (3 << 32) | INTERNAL;
 const TIMER_UD: u64 = (4 << 32) | INTERNAL;
 /// A move of the core's timer to an earlier time; its CQE needs no routing.
 const TIMER_UPDATE_UD: u64 = (5 << 32) | INTERNAL;
+/// A close that nobody awaits (see [`Uring::close_soon`]).
+const CLOSE_UD: u64 = (6 << 32) | INTERNAL;
 
 /// The buffer group id of the core's provided-buffer ring.
 pub(crate) const BGID: u16 = 0;
@@ -105,6 +107,9 @@ struct Records {
     /// take a connection or bytes from the backlog that the next operation on the
     /// socket should get (the driver can only close or discard them).
     unsubmitted: Vec<OpId>,
+    /// Fds to close with the next enter, after the operations started before
+    /// (see [`Uring::close_soon`]).
+    closes: Vec<RawFd>,
     /// The eventfd read completed during this reap: re-armed once the queue is let go.
     wake_read: bool,
     /// The core's timer is in the kernel, due at this time (or earlier: a move to an
@@ -124,6 +129,7 @@ impl Uring {
                 scratch: ScratchPages::default(),
                 starved: Starved::default(),
                 unsubmitted: Vec::new(),
+                closes: Vec::new(),
                 wake_read: false,
                 timer_armed: None,
                 timer_fired: false,
@@ -203,6 +209,17 @@ impl Uring {
         let sqe = send.entry().user_data(id.to_user_data());
         self.push(sqe);
         id
+    }
+
+    /// Closes `fd` through the ring, with the core's next enter: no syscall of its own
+    /// and no slot. Its SQE goes in after those of every operation started before
+    /// (see `push_unsubmitted`), so none of them can meet the fd closed, or its number
+    /// taken by a connection accepted in the same enter. Its completion needs no
+    /// routing; a failure is only logged (the fd is gone either way).
+    #[inline]
+    pub(crate) fn close_soon(&mut self, fd: std::os::fd::OwnedFd) {
+        use std::os::fd::IntoRawFd;
+        self.records.closes.push(fd.into_raw_fd());
     }
 
     /// Whether background send `id` is still in flight.
@@ -290,6 +307,9 @@ impl Uring {
     /// of the submission queue (each view reads the kernel's head; one per batch).
     fn push_unsubmitted(&mut self, d: &mut Delivery<'_>) {
         if self.records.unsubmitted.is_empty() {
+            if !self.records.closes.is_empty() {
+                self.push_closes();
+            }
             return;
         }
         let env = self.records.env;
@@ -329,6 +349,22 @@ impl Uring {
             push_into(&submitter, &mut sq, &link, &mut self.sq_full_flushes);
         }
         self.records.unsubmitted.clear();
+        drop(sq);
+        if !self.records.closes.is_empty() {
+            self.push_closes();
+        }
+    }
+
+    /// Pushes the closes asked for since the last enter (after the operations).
+    fn push_closes(&mut self) {
+        let mut closes = std::mem::take(&mut self.records.closes);
+        for fd in closes.drain(..) {
+            let sqe = opcode::Close::new(types::Fd(fd))
+                .build()
+                .user_data(CLOSE_UD);
+            self.push(sqe);
+        }
+        self.records.closes = closes;
     }
 
     pub(crate) fn cancel(&mut self, d: &mut Delivery<'_>, id: OpId) {
@@ -501,6 +537,18 @@ impl Uring {
     }
 }
 
+impl Drop for Uring {
+    /// Hands the kernel what is still queued, closes through the ring above all (they
+    /// carry no pointers): the driver checked before that no operation that does is in
+    /// flight (`Driver::drop`).
+    fn drop(&mut self) {
+        if !self.records.closes.is_empty() {
+            self.push_closes();
+        }
+        let _ = self.ring.submit();
+    }
+}
+
 /// The eight bytes the eventfd counter is read into, leaked on purpose (see
 /// `Uring::wake_buf`). Its own function, never inlined, so that `scripts/sanitize` can
 /// tell LeakSanitizer this one leak is meant (`scripts/lsan.supp`) and still report any
@@ -532,6 +580,8 @@ impl Records {
                 // Fired (or cancelled with the ring): out of the kernel either way.
                 self.timer_armed = None;
                 self.timer_fired = true;
+            } else if ud == CLOSE_UD && result < 0 {
+                tracing::debug!(errno = -result, "a close through the ring failed");
             }
             // Cancels and linked timeouts need no routing.
             return;
