@@ -25,8 +25,9 @@ struct Callback {
     context: Option<Py<PyAny>>,
 }
 
-/// A scheduled callback (asyncio's `Handle`).
-#[pyclass(frozen, subclass, module = "ringway._ringway")]
+/// A scheduled callback (asyncio's `Handle`). Weakly referenceable, as asyncio's
+/// handles are (code keeps them in `WeakValueDictionary`s and `WeakSet`s).
+#[pyclass(frozen, subclass, weakref, module = "ringway._ringway")]
 pub struct Handle {
     callback: GilCell<Option<Callback>>,
     cancelled: AtomicBool,
@@ -280,6 +281,41 @@ impl TimerHandle {
     #[getter]
     fn _scheduled(&self) -> bool {
         self.scheduled.load(Ordering::Relaxed)
+    }
+
+    /// asyncio's: the hash of `when` (equal timers hash alike).
+    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+        self.when.into_pyobject(py)?.hash()
+    }
+
+    /// asyncio's: equal if due at the same time with an equal callback, equal
+    /// arguments and the same cancelled state.
+    fn __eq__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let Ok(other) = other.cast::<TimerHandle>() else {
+            return Ok(py.NotImplemented());
+        };
+        if slf.is(other) {
+            return Ok(true.into_pyobject(py)?.to_owned().into_any().unbind());
+        }
+        let (a, b) = (slf.as_super().get(), other.as_super().get());
+        let parts = |h: &Handle| {
+            h.callback
+                .borrow(py)
+                .as_ref()
+                .map(|c| (c.func.clone_ref(py), c.args.clone_ref(py).into_any()))
+        };
+        let mut eq = slf.get().when == other.get().when && a.is_cancelled() == b.is_cancelled();
+        if eq {
+            eq = match (parts(a), parts(b)) {
+                (Some((fa, aa)), Some((fb, ab))) => {
+                    fa.bind(py).eq(fb.bind(py))? && aa.bind(py).eq(ab.bind(py))?
+                }
+                (None, None) => true,
+                _ => false,
+            };
+        }
+        Ok(eq.into_pyobject(py)?.to_owned().into_any().unbind())
     }
 
     fn __lt__(&self, other: PyRef<'_, TimerHandle>) -> bool {

@@ -15,6 +15,7 @@ pub mod handle;
 pub mod io_driver;
 pub mod listener;
 pub mod loop_core;
+mod protocol_context;
 pub mod sources;
 pub mod stream;
 pub mod timer_heap;

@@ -17,6 +17,7 @@ use pyo3::types::PyDict;
 use crate::gil_cell::GilCell;
 use crate::io_driver::{IoEvent, IoOp, OpKey};
 use crate::loop_core::{LoopCore, Source};
+use crate::protocol_context::ProtocolContext;
 use crate::sources::{token, Kind, SourceId};
 use crate::stream::prepare_socket;
 
@@ -38,6 +39,8 @@ struct ListenerState {
 #[pyclass(frozen, module = "ringway._ringway")]
 pub struct ListenerCore {
     loop_: Py<LoopCore>,
+    /// The context that started the server: each connection's transport copies it.
+    ctx: ProtocolContext,
     st: GilCell<ListenerState>,
 }
 
@@ -59,6 +62,7 @@ impl ListenerCore {
             py,
             ListenerCore {
                 loop_: loop_.clone().unbind(),
+                ctx: ProtocolContext::capture(py)?,
                 st: GilCell::new(ListenerState {
                     fd,
                     id: None,
@@ -122,7 +126,7 @@ impl ListenerCore {
             let fd = ev.result;
             prepare_socket(fd, tcp);
             if let Some(cb) = on_accept {
-                if let Err(e) = cb.bind(py).call1((fd,)) {
+                if let Err(e) = this.ctx.run(py, || cb.bind(py).call1((fd,))) {
                     if e.is_instance_of::<PySystemExit>(py)
                         || e.is_instance_of::<PyKeyboardInterrupt>(py)
                     {

@@ -31,6 +31,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyDict, PyMemoryView, PyTuple};
 use crate::gil_cell::GilCell;
 use crate::io_driver::{IoEvent, IoOp, OpKey};
 use crate::loop_core::{LoopCore, Source};
+use crate::protocol_context::ProtocolContext;
 use crate::sources::{token, Kind, SourceId};
 use crate::write_queue::{WriteQueue, MAX_IOVECS};
 
@@ -154,6 +155,9 @@ impl StreamState {
 #[pyclass(frozen, module = "ringway._ringway")]
 pub struct StreamCore {
     loop_: Py<LoopCore>,
+    /// The context of the call that made the transport: every protocol callback runs
+    /// in it.
+    ctx: ProtocolContext,
     st: GilCell<StreamState>,
 }
 
@@ -225,6 +229,7 @@ impl StreamCore {
             py,
             StreamCore {
                 loop_: loop_.clone().unbind(),
+                ctx: ProtocolContext::capture(py)?,
                 st: GilCell::new(StreamState {
                     fd,
                     id: None,
@@ -304,7 +309,7 @@ impl StreamCore {
     /// Completions for this transport.
     pub(crate) fn on_event(slf: &Bound<'_, Self>, kind: Kind, evs: &mut [IoEvent]) -> PyResult<()> {
         match kind {
-            Kind::Recv => Self::on_recv(slf, evs),
+            Kind::Recv => slf.get().ctx.run(slf.py(), || Self::on_recv(slf, evs)),
             Kind::Send => Self::on_send(slf, &evs[0]),
             Kind::SendReady => Self::on_send_ready(slf, &evs[0]),
             _ => Ok(()),
@@ -841,6 +846,13 @@ impl StreamCore {
 
     fn call_protocol_flow(slf: &Bound<'_, Self>, method: &str) -> PyResult<()> {
         let py = slf.py();
+        slf.get()
+            .ctx
+            .run(py, || Self::call_protocol_flow_inner(slf, method))
+    }
+
+    fn call_protocol_flow_inner(slf: &Bound<'_, Self>, method: &str) -> PyResult<()> {
+        let py = slf.py();
         let this = slf.get();
         let (tr, proto) = {
             let st = this.st.borrow(py);
@@ -1278,6 +1290,22 @@ impl StreamCore {
     /// wake the creator's waiter.
     fn _connection_made(slf: &Bound<'_, Self>, waiter: &Bound<'_, PyAny>) -> PyResult<()> {
         let py = slf.py();
+        slf.get().ctx.run(py, || Self::connection_made(slf, waiter))
+    }
+
+    fn _deliver_held(slf: &Bound<'_, Self>) -> PyResult<()> {
+        slf.get().ctx.run(slf.py(), || Self::deliver_held_now(slf))
+    }
+
+    /// Last callback: close the socket, `connection_lost(exc)`, detach from the server.
+    fn _finish(slf: &Bound<'_, Self>) -> PyResult<()> {
+        slf.get().ctx.run(slf.py(), || Self::finish(slf))
+    }
+}
+
+impl StreamCore {
+    fn connection_made(slf: &Bound<'_, Self>, waiter: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = slf.py();
         let this = slf.get();
         let (proto, tr) = {
             let mut st = this.st.borrow_mut(py);
@@ -1305,12 +1333,7 @@ impl StreamCore {
         made
     }
 
-    fn _deliver_held(slf: &Bound<'_, Self>) -> PyResult<()> {
-        Self::deliver_held_now(slf)
-    }
-
-    /// Last callback: close the socket, `connection_lost(exc)`, detach from the server.
-    fn _finish(slf: &Bound<'_, Self>) -> PyResult<()> {
+    fn finish(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
         let this = slf.get();
         let (fd, sock, proto, tr, exc, connected, waiter, cancels) = {

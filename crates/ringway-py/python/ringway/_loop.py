@@ -36,6 +36,10 @@ logger = logging.getLogger("asyncio")
 __all__ = ["Loop"]
 
 
+#: The entry points asyncio's debug mode checks the calling thread for.
+_THREAD_CHECKED = frozenset(("call_soon", "call_later", "call_at"))
+
+
 def _fileobj_to_fd(fileobj):
     if isinstance(fileobj, int):
         fd = fileobj
@@ -143,8 +147,13 @@ class Loop(SocketMethods, LoopCore, base_events.BaseEventLoop):
     # -- called by the native core --------------------------------------------------------
 
     def _ringway_debug_checks(self, callback, method):
-        self._check_thread()
-        self._check_callback(callback, method)
+        # As asyncio's debug mode: the thread check guards call_soon, call_later and
+        # call_at only (call_soon_threadsafe is made to be called from other threads),
+        # and add_reader's callbacks are not checked.
+        if method in _THREAD_CHECKED:
+            self._check_thread()
+        if method != "add_reader":
+            self._check_callback(callback, method)
 
     def _ringway_extract_stack(self):
         return format_helpers.extract_stack(sys._getframe(1))
