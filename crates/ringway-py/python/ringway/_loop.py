@@ -26,7 +26,7 @@ from asyncio import futures, sslproto, tasks
 from . import _compat
 from ._datagram import DatagramTransport
 from ._pipes import ReadPipeTransport, WritePipeTransport
-from ._ringway import LoopCore
+from ._ringway import ListenerCore, LoopCore
 from ._sockets import SocketMethods
 from ._stream import StreamTransport
 from ._subprocess import SubprocessTransport
@@ -284,7 +284,7 @@ class Loop(SocketMethods, LoopCore, base_events.BaseEventLoop):
         acceptor = _Acceptor(self, protocol_factory, sock, sslcontext, server,
                              ssl_handshake_timeout, ssl_shutdown_timeout)
         tcp = sock.family in (socket.AF_INET, socket.AF_INET6)
-        self._listeners[fd] = self._listener_new(fd, acceptor.accept, tcp)
+        self._listeners[fd] = ListenerCore._start(self, fd, acceptor.accept, tcp)
 
     def _stop_serving(self, sock):
         listener = self._listeners.pop(sock.fileno(), None)

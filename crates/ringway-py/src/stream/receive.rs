@@ -1,0 +1,468 @@
+//! The receive side: the multishot receive, delivery to the protocol (`data_received`,
+//! or `get_buffer`/`buffer_updated`), `pause_reading`/`resume_reading` and what is held
+//! meanwhile, end of stream.
+
+use std::collections::VecDeque;
+
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyBytes;
+
+use super::{call1, is_fatal_to_loop, os_error, StreamCore};
+use crate::io_driver::{IoEvent, IoOp, OpKey};
+use crate::sources::{token, Kind};
+
+/// The receive operation's state.
+#[derive(Clone, Copy)]
+pub(super) enum RecvOp {
+    /// None in flight: not armed yet, paused, or behind held data.
+    Idle,
+    /// The multishot receive is in flight (perhaps cancelled, until its last word).
+    Armed(OpKey),
+    /// The peer ended the stream: nothing more to receive.
+    Ended,
+}
+
+/// Something received while reading was paused (or behind such data). Bytes are
+/// copied out of the pool at once: a paused transport must not hold the pool buffers
+/// every other connection receives into.
+pub(super) enum Held {
+    Data(Vec<u8>),
+    Eof,
+}
+
+/// The protocol's receiving methods, bound once (when the protocol is set), as uvloop
+/// does: each delivery is then one vectorcall, with no method lookup.
+pub(super) enum Receiver {
+    Data(Py<PyAny>),
+    Buffered {
+        get_buffer: Py<PyAny>,
+        buffer_updated: Py<PyAny>,
+    },
+}
+
+impl Receiver {
+    pub(super) fn of(protocol: &Bound<'_, PyAny>) -> PyResult<Receiver> {
+        let py = protocol.py();
+        if protocol.is_instance(buffered_protocol_class(py)?)? {
+            Ok(Receiver::Buffered {
+                get_buffer: protocol.getattr(intern!(py, "get_buffer"))?.unbind(),
+                buffer_updated: protocol.getattr(intern!(py, "buffer_updated"))?.unbind(),
+            })
+        } else {
+            Ok(Receiver::Data(
+                protocol.getattr(intern!(py, "data_received"))?.unbind(),
+            ))
+        }
+    }
+
+    fn clone_ref(&self, py: Python<'_>) -> Receiver {
+        match self {
+            Receiver::Data(f) => Receiver::Data(f.clone_ref(py)),
+            Receiver::Buffered {
+                get_buffer,
+                buffer_updated,
+            } => Receiver::Buffered {
+                get_buffer: get_buffer.clone_ref(py),
+                buffer_updated: buffer_updated.clone_ref(py),
+            },
+        }
+    }
+}
+
+fn buffered_protocol_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static CLS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    CLS.get_or_try_init(py, || {
+        Ok::<_, PyErr>(
+            py.import("asyncio.protocols")?
+                .getattr("BufferedProtocol")?
+                .unbind(),
+        )
+    })
+    .map(|c| c.bind(py))
+}
+
+/// The receive side's state.
+pub(super) struct RecvSide {
+    pub(super) op: RecvOp,
+    /// `pause_reading()` was called (and not yet resumed).
+    pub(super) paused: bool,
+    /// Received while paused, in order; delivered first on resume.
+    pub(super) held: VecDeque<Held>,
+    /// `_deliver_held` is scheduled.
+    pub(super) deliver_scheduled: bool,
+    pub(super) receiver: Option<Receiver>,
+}
+
+impl RecvSide {
+    pub(super) fn new(receiver: Receiver) -> RecvSide {
+        RecvSide {
+            op: RecvOp::Idle,
+            paused: false,
+            held: VecDeque::new(),
+            deliver_scheduled: false,
+            receiver: Some(receiver),
+        }
+    }
+
+    /// The receive in flight, if any.
+    pub(super) fn op_in_flight(&self) -> Option<OpKey> {
+        match self.op {
+            RecvOp::Armed(k) => Some(k),
+            _ => None,
+        }
+    }
+
+    /// Bytes must wait: reading is paused, or held bytes go first.
+    fn must_hold(&self) -> bool {
+        self.paused || !self.held.is_empty()
+    }
+}
+
+impl StreamCore {
+    /// Arms the multishot receive if reading should be on and none is in flight.
+    pub(super) fn arm_recv(&self, py: Python<'_>) -> PyResult<()> {
+        let mut st = self.st.borrow_mut(py);
+        let idle = matches!(st.recv.op, RecvOp::Idle);
+        if !idle || !st.is_open() || st.recv.must_hold() || st.fd < 0 {
+            return Ok(());
+        }
+        let Some(id) = st.id else { return Ok(()) };
+        let fd = st.fd;
+        // SAFETY: a pool receive carries no pointers.
+        let key = self.loop_.get().with_io(py, |io| unsafe {
+            io.submit(IoOp::RecvMulti { fd }, token(id, Kind::Recv))
+        })?;
+        st.recv.op = RecvOp::Armed(key);
+        Ok(())
+    }
+
+    /// Completions of the receive (consecutive ones of one turn together).
+    pub(super) fn on_recv(slf: &Bound<'_, Self>, evs: &mut [IoEvent]) -> PyResult<()> {
+        let py = slf.py();
+        let this = slf.get();
+        let last = evs.iter().any(|e| e.last);
+        let has_data = evs[0].buf.is_some() && evs[0].result > 0;
+        let hold = {
+            let mut st = this.st.borrow_mut(py);
+            if last {
+                st.recv.op = RecvOp::Idle;
+            }
+            if !st.is_open() {
+                drop(st);
+                if last {
+                    this.release_if_done(py);
+                    Self::maybe_finish(slf)?;
+                }
+                return Ok(());
+            }
+            let hold = st.recv.must_hold();
+            if hold && has_data {
+                let bufs = evs.iter().filter_map(|e| e.buf.as_deref());
+                st.recv.held.extend(bufs.map(|b| Held::Data(b.to_vec())));
+            }
+            hold
+        };
+        if !hold && has_data {
+            Self::deliver(slf, evs)?;
+        }
+        if last {
+            Self::recv_ended(slf, evs[evs.len() - 1].result)?;
+        }
+        Ok(())
+    }
+
+    /// The receive's last completion, with `result`: end of stream, a pause's cancel
+    /// (or a receive that ended after data: receive again if reading is still wanted),
+    /// or an error.
+    fn recv_ended(slf: &Bound<'_, Self>, result: i32) -> PyResult<()> {
+        let py = slf.py();
+        let this = slf.get();
+        if result == 0 {
+            let hold = {
+                let mut st = this.st.borrow_mut(py);
+                st.recv.op = RecvOp::Ended;
+                let hold = st.recv.must_hold();
+                if hold {
+                    st.recv.held.push_back(Held::Eof);
+                }
+                hold
+            };
+            if !hold {
+                Self::eof(slf)?;
+            }
+        } else if result == -libc::ECANCELED || result > 0 {
+            this.arm_recv(py)?;
+        } else if result < 0 {
+            let exc = os_error(py, -result);
+            Self::fatal_error(slf, exc, "Fatal read error on socket transport")?;
+        }
+        Ok(())
+    }
+
+    fn receiver(&self, py: Python<'_>) -> Option<Receiver> {
+        self.st
+            .borrow(py)
+            .recv
+            .receiver
+            .as_ref()
+            .map(|r| r.clone_ref(py))
+    }
+
+    /// Hands received bytes (the pool buffers of `evs`) to the protocol; what it cannot
+    /// take now (it paused reading or closed from inside a callback) is held.
+    fn deliver(slf: &Bound<'_, Self>, evs: &[IoEvent]) -> PyResult<()> {
+        let py = slf.py();
+        let Some(receiver) = slf.get().receiver(py) else {
+            return Ok(());
+        };
+        match receiver {
+            Receiver::Data(data_received) => {
+                let data = if evs.len() == 1 {
+                    PyBytes::new(py, evs[0].buf.as_deref().unwrap_or(&[]))
+                } else {
+                    let bufs = || evs.iter().filter_map(|e| e.buf.as_deref());
+                    let total: usize = bufs().map(|b| b.len()).sum();
+                    PyBytes::new_with(py, total, |dst| {
+                        let mut at = 0;
+                        for b in bufs() {
+                            dst[at..at + b.len()].copy_from_slice(b);
+                            at += b.len();
+                        }
+                        Ok(())
+                    })?
+                };
+                Self::data_received(slf, data_received.bind(py), &data)
+            }
+            Receiver::Buffered {
+                get_buffer,
+                buffer_updated,
+            } => {
+                let methods = (get_buffer.bind(py), buffer_updated.bind(py));
+                if evs.len() == 1 {
+                    let one: [&[u8]; 1] = [evs[0].buf.as_deref().unwrap_or(&[])];
+                    Self::feed_all(slf, methods, &one, false)
+                } else {
+                    let slices: Vec<&[u8]> = evs.iter().filter_map(|e| e.buf.as_deref()).collect();
+                    Self::feed_all(slf, methods, &slices, false)
+                }
+            }
+        }
+    }
+
+    /// `protocol.data_received(data)`; an exception from it is a fatal error of the
+    /// transport (`SystemExit` and `KeyboardInterrupt` stop the loop).
+    fn data_received(
+        slf: &Bound<'_, Self>,
+        data_received: &Bound<'_, PyAny>,
+        data: &Bound<'_, PyBytes>,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        if let Err(e) = call1(data_received, data) {
+            if is_fatal_to_loop(py, &e) {
+                return Err(e);
+            }
+            let exc = e.into_value(py).into_any();
+            Self::fatal_error(
+                slf,
+                exc,
+                "Fatal error: protocol.data_received() call failed.",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Feeds `slices` to a BufferedProtocol until it is all taken or the transport
+    /// pauses or closes from inside a callback; the rest is held (copied): behind what
+    /// is held already, or in front of it when it came from there (`from_held`).
+    fn feed_all(
+        slf: &Bound<'_, Self>,
+        methods: (&Bound<'_, PyAny>, &Bound<'_, PyAny>),
+        slices: &[&[u8]],
+        from_held: bool,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        let this = slf.get();
+        for (i, data) in slices.iter().enumerate() {
+            let mut offset = 0;
+            while offset < data.len() {
+                {
+                    let mut st = this.st.borrow_mut(py);
+                    if st.recv.paused || !st.is_open() {
+                        if st.is_open() {
+                            let rest = std::iter::once(&data[offset..])
+                                .chain(slices[i + 1..].iter().copied())
+                                .map(|d| Held::Data(d.to_vec()));
+                            if from_held {
+                                for (k, h) in rest.enumerate() {
+                                    st.recv.held.insert(k, h);
+                                }
+                            } else {
+                                st.recv.held.extend(rest);
+                            }
+                        }
+                        return Ok(());
+                    }
+                }
+                match Self::feed_buffered(py, methods, &data[offset..]) {
+                    Ok(n) => offset += n,
+                    Err((e, what)) => {
+                        if is_fatal_to_loop(py, &e) {
+                            return Err(e);
+                        }
+                        let exc = e.into_value(py).into_any();
+                        let msg = format!("Fatal error: protocol.{what}() call failed.");
+                        return Self::fatal_error(slf, exc, &msg);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One `get_buffer` / copy / `buffer_updated` round; returns the bytes taken.
+    fn feed_buffered(
+        py: Python<'_>,
+        (get_buffer, buffer_updated): (&Bound<'_, PyAny>, &Bound<'_, PyAny>),
+        data: &[u8],
+    ) -> Result<usize, (PyErr, &'static str)> {
+        let Ok(hint) = (-1i64).into_pyobject(py);
+        let target = call1(get_buffer, hint.as_any()).map_err(|e| (e, "get_buffer"))?;
+        let pybuf = PyBuffer::<u8>::get(&target).map_err(|e| (e, "get_buffer"))?;
+        if pybuf.readonly() || !pybuf.is_c_contiguous() {
+            return Err((
+                PyTypeError::new_err("get_buffer() must return a writable, contiguous buffer"),
+                "get_buffer",
+            ));
+        }
+        let room = pybuf.len_bytes();
+        if room == 0 {
+            return Err((
+                PyRuntimeError::new_err("get_buffer() returned an empty buffer"),
+                "get_buffer",
+            ));
+        }
+        let n = room.min(data.len());
+        // SAFETY: the buffer is writable, C-contiguous and at least `n` bytes long; the
+        // exporter keeps it alive while `pybuf` holds the view.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), pybuf.buf_ptr() as *mut u8, n) };
+        drop(pybuf);
+        drop(target);
+        let Ok(n_obj) = n.into_pyobject(py);
+        call1(buffer_updated, n_obj.as_any()).map_err(|e| (e, "buffer_updated"))?;
+        Ok(n)
+    }
+
+    /// `protocol.eof_received()`; unless it returns true, the transport closes.
+    fn eof(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        let protocol = match &slf.get().st.borrow(py).face.protocol {
+            Some(p) => p.clone_ref(py),
+            None => return Ok(()),
+        };
+        match protocol.bind(py).call_method0(intern!(py, "eof_received")) {
+            Ok(keep_open) => {
+                if !keep_open.is_truthy()? {
+                    Self::close(slf)?;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                if is_fatal_to_loop(py, &e) {
+                    return Err(e);
+                }
+                let exc = e.into_value(py).into_any();
+                Self::fatal_error(
+                    slf,
+                    exc,
+                    "Fatal error: protocol.eof_received() call failed.",
+                )
+            }
+        }
+    }
+
+    /// Stops `data_received` calls until `resume_reading` (the receive is cancelled:
+    /// the kernel then pushes back on the peer).
+    pub(super) fn pause(&self, py: Python<'_>) {
+        let recv = {
+            let mut st = self.st.borrow_mut(py);
+            if st.recv.paused || !st.is_open() {
+                return;
+            }
+            st.recv.paused = true;
+            st.recv.op_in_flight()
+        };
+        self.cancel_op(py, recv);
+    }
+
+    /// Resumes receiving; bytes that arrived meanwhile are delivered first, on the
+    /// next iteration.
+    pub(super) fn resume(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        let this = slf.get();
+        let schedule = {
+            let mut st = this.st.borrow_mut(py);
+            if !st.is_open() || !st.recv.paused {
+                return Ok(());
+            }
+            st.recv.paused = false;
+            let s = !st.recv.held.is_empty() && !st.recv.deliver_scheduled;
+            if s {
+                st.recv.deliver_scheduled = true;
+            }
+            s
+        };
+        if schedule {
+            return Self::call_soon_self(slf, intern!(py, "_deliver_held"));
+        }
+        this.arm_recv(py)
+    }
+
+    /// Delivers what was held, in order, until reading pauses again; then receives.
+    pub(super) fn deliver_held_now(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        let this = slf.get();
+        loop {
+            let item = {
+                let mut st = this.st.borrow_mut(py);
+                if st.recv.paused || !st.is_open() {
+                    st.recv.deliver_scheduled = false;
+                    return Ok(());
+                }
+                st.recv.held.pop_front()
+            };
+            match item {
+                None => break,
+                Some(Held::Eof) => Self::eof(slf)?,
+                Some(Held::Data(bytes)) => Self::deliver_bytes(slf, &bytes)?,
+            }
+        }
+        this.st.borrow_mut(py).recv.deliver_scheduled = false;
+        this.arm_recv(py)
+    }
+
+    fn deliver_bytes(slf: &Bound<'_, Self>, data: &[u8]) -> PyResult<()> {
+        let py = slf.py();
+        let Some(receiver) = slf.get().receiver(py) else {
+            return Ok(());
+        };
+        match receiver {
+            Receiver::Buffered {
+                get_buffer,
+                buffer_updated,
+            } => Self::feed_all(
+                slf,
+                (get_buffer.bind(py), buffer_updated.bind(py)),
+                &[data],
+                true,
+            ),
+            Receiver::Data(data_received) => {
+                let bytes = PyBytes::new(py, data);
+                Self::data_received(slf, data_received.bind(py), &bytes)
+            }
+        }
+    }
+}
