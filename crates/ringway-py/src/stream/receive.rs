@@ -85,6 +85,23 @@ fn buffered_protocol_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     .map(|c| c.bind(py))
 }
 
+/// A position in a list of byte slices (the pool buffers of one delivery).
+#[derive(Default)]
+struct Cursor {
+    slice: usize,
+    offset: usize,
+}
+
+impl Cursor {
+    /// Moves past the slice it is at if that is used up (and any empty ones after).
+    fn skip_empty(&mut self, slices: &[&[u8]]) {
+        while self.slice < slices.len() && self.offset >= slices[self.slice].len() {
+            self.slice += 1;
+            self.offset = 0;
+        }
+    }
+}
+
 /// The receive side's state.
 pub(super) struct RecvSide {
     pub(super) op: RecvOp,
@@ -277,7 +294,10 @@ impl StreamCore {
 
     /// Feeds `slices` to a BufferedProtocol until it is all taken or the transport
     /// pauses or closes from inside a callback; the rest is held (copied): behind what
-    /// is held already, or in front of it when it came from there (`from_held`).
+    /// is held already, or in front of it when it came from there (`from_held`). Each
+    /// `get_buffer()` is filled from as many slices as fit (as asyncio's `recv_into`
+    /// fills it from the socket), so a message that came in many pool buffers costs
+    /// one `get_buffer`/`buffer_updated` round per protocol buffer, not per pool buffer.
     fn feed_all(
         slf: &Bound<'_, Self>,
         methods: (&Bound<'_, PyAny>, &Bound<'_, PyAny>),
@@ -286,49 +306,47 @@ impl StreamCore {
     ) -> PyResult<()> {
         let py = slf.py();
         let this = slf.get();
-        for (i, data) in slices.iter().enumerate() {
-            let mut offset = 0;
-            while offset < data.len() {
-                {
-                    let mut st = this.st.borrow_mut(py);
-                    if st.recv.paused || !st.is_open() {
-                        if st.is_open() {
-                            let rest = std::iter::once(&data[offset..])
-                                .chain(slices[i + 1..].iter().copied())
-                                .map(|d| Held::Data(d.to_vec()));
-                            if from_held {
-                                for (k, h) in rest.enumerate() {
-                                    st.recv.held.insert(k, h);
-                                }
-                            } else {
-                                st.recv.held.extend(rest);
+        let mut at = Cursor::default();
+        at.skip_empty(slices);
+        while at.slice < slices.len() {
+            {
+                let mut st = this.st.borrow_mut(py);
+                if st.recv.paused || !st.is_open() {
+                    if st.is_open() {
+                        let rest = std::iter::once(&slices[at.slice][at.offset..])
+                            .chain(slices[at.slice + 1..].iter().copied())
+                            .map(|d| Held::Data(d.to_vec()));
+                        if from_held {
+                            for (k, h) in rest.enumerate() {
+                                st.recv.held.insert(k, h);
                             }
+                        } else {
+                            st.recv.held.extend(rest);
                         }
-                        return Ok(());
                     }
+                    return Ok(());
                 }
-                match Self::feed_buffered(py, methods, &data[offset..]) {
-                    Ok(n) => offset += n,
-                    Err((e, what)) => {
-                        if is_fatal_to_loop(py, &e) {
-                            return Err(e);
-                        }
-                        let exc = e.into_value(py).into_any();
-                        let msg = format!("Fatal error: protocol.{what}() call failed.");
-                        return Self::fatal_error(slf, exc, &msg);
-                    }
+            }
+            if let Err((e, what)) = Self::feed_buffered(py, methods, slices, &mut at) {
+                if is_fatal_to_loop(py, &e) {
+                    return Err(e);
                 }
+                let exc = e.into_value(py).into_any();
+                let msg = format!("Fatal error: protocol.{what}() call failed.");
+                return Self::fatal_error(slf, exc, &msg);
             }
         }
         Ok(())
     }
 
-    /// One `get_buffer` / copy / `buffer_updated` round; returns the bytes taken.
+    /// One `get_buffer` / copy / `buffer_updated` round, from `at` on, moving it past
+    /// the bytes the protocol's buffer took.
     fn feed_buffered(
         py: Python<'_>,
         (get_buffer, buffer_updated): (&Bound<'_, PyAny>, &Bound<'_, PyAny>),
-        data: &[u8],
-    ) -> Result<usize, (PyErr, &'static str)> {
+        slices: &[&[u8]],
+        at: &mut Cursor,
+    ) -> Result<(), (PyErr, &'static str)> {
         let Ok(hint) = (-1i64).into_pyobject(py);
         let target = call1(get_buffer, hint.as_any()).map_err(|e| (e, "get_buffer"))?;
         let pybuf = PyBuffer::<u8>::get(&target).map_err(|e| (e, "get_buffer"))?;
@@ -345,15 +363,23 @@ impl StreamCore {
                 "get_buffer",
             ));
         }
-        let n = room.min(data.len());
-        // SAFETY: the buffer is writable, C-contiguous and at least `n` bytes long; the
-        // exporter keeps it alive while `pybuf` holds the view.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), pybuf.buf_ptr() as *mut u8, n) };
+        let dst = pybuf.buf_ptr() as *mut u8;
+        let mut n = 0;
+        while n < room && at.slice < slices.len() {
+            let src = &slices[at.slice][at.offset..];
+            let k = src.len().min(room - n);
+            // SAFETY: the buffer is writable, C-contiguous and `room` bytes long, and
+            // `n + k <= room`; the exporter keeps it alive while `pybuf` holds the view.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.add(n), k) };
+            n += k;
+            at.offset += k;
+            at.skip_empty(slices);
+        }
         drop(pybuf);
         drop(target);
         let Ok(n_obj) = n.into_pyobject(py);
         call1(buffer_updated, n_obj.as_any()).map_err(|e| (e, "buffer_updated"))?;
-        Ok(n)
+        Ok(())
     }
 
     /// `protocol.eof_received()`; unless it returns true, the transport closes.
