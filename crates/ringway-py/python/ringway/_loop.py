@@ -11,6 +11,7 @@ signals, subprocesses, pipes, UDP, Unix sockets. Nothing in asyncio is patched.
 
 import collections
 import errno
+import inspect
 import logging
 import os
 import signal
@@ -435,7 +436,9 @@ class Loop(SocketMethods, LoopCore, base_events.BaseEventLoop):
             raise ValueError(f"invalid signal number {sig}")
 
     def add_signal_handler(self, sig, callback, *args):
-        if coroutines.iscoroutine(callback) or coroutines.iscoroutinefunction(callback):
+        # inspect's test, not asyncio.iscoroutinefunction (deprecated in 3.14): the
+        # same answer on 3.11+, where asyncio's legacy coroutine marker is gone.
+        if coroutines.iscoroutine(callback) or inspect.iscoroutinefunction(callback):
             raise TypeError("coroutines cannot be used with add_signal_handler()")
         self._check_signal(sig)
         self._check_closed()
