@@ -12,7 +12,8 @@
 //!    completion (receives go straight to `data_received` /
 //!    `get_buffer`+`buffer_updated`, accepts to the server, readiness to the
 //!    `add_reader`/`add_writer` callbacks: no Future, no Handle per I/O event), then
-//!    the due timers. What these schedule runs in the next iteration.
+//!    the timers that were due right after the wait. What these schedule runs in the
+//!    next iteration.
 //!
 //! `call_soon_threadsafe` queues like `call_soon` (under the GIL) and writes the
 //! driver's eventfd only if the loop is asleep.
@@ -416,11 +417,10 @@ impl LoopCore {
         result.map_err(io_err)
     }
 
-    /// Runs the timers that are due (within the clock's resolution), earliest first.
-    fn run_due_timers(slf: &Bound<'_, Self>, debug: bool) -> PyResult<()> {
+    /// Runs the timers due before `end`, earliest first.
+    fn run_due_timers(slf: &Bound<'_, Self>, debug: bool, end: f64) -> PyResult<()> {
         let py = slf.py();
         let this = slf.get();
-        let end = clock::monotonic() + this.clock_resolution;
         let due: Vec<Py<TimerHandle>> = {
             let mut st = this.state.borrow_mut(py);
             let mut due = Vec::new();
@@ -703,10 +703,14 @@ impl LoopCore {
             py.check_signals()?;
         }
         // asyncio's order: callbacks queued before the wait, then the I/O it found, then
-        // due timers; what they schedule runs in the next iteration.
+        // due timers; what they schedule runs in the next iteration. Which timers are
+        // due is decided now, as asyncio does right after its wait: one that falls due
+        // while the callbacks run waits for the next iteration, behind what they
+        // scheduled with call_soon.
+        let end = clock::monotonic() + this.clock_resolution;
         Self::run_ready(slf, n, debug)?;
         Self::dispatch(slf)?;
-        Self::run_due_timers(slf, debug)
+        Self::run_due_timers(slf, debug, end)
     }
 
     #[getter(_stopping)]
