@@ -73,6 +73,34 @@ impl Receiver {
     }
 }
 
+/// One `bytes` object of the pool buffers of `evs`, in order: allocated uninitialised
+/// and written once. (pyo3's `PyBytes::new_with` zeroes the object before its closure
+/// fills it: a second pass over every byte, 100 KB of `memset` per 100 KiB message.)
+fn joined_bytes<'py>(py: Python<'py>, evs: &[IoEvent]) -> PyResult<Bound<'py, PyBytes>> {
+    let bufs = || evs.iter().filter_map(|e| e.buf.as_deref());
+    let total: usize = bufs().map(|b| b.len()).sum();
+    // SAFETY: the GIL is held; a NULL source makes CPython allocate `total` bytes
+    // uninitialised (or fail with an exception set, which `from_owned_ptr_or_err`
+    // takes); the object is new, so nobody else sees it before every byte of it is
+    // written below.
+    let obj = unsafe {
+        Bound::from_owned_ptr_or_err(
+            py,
+            pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), total as pyo3::ffi::Py_ssize_t),
+        )?
+    };
+    // SAFETY: `obj` is a bytes object of `total` bytes; the slices are copied end to end
+    // and add up to `total`.
+    unsafe {
+        let mut dst = pyo3::ffi::PyBytes_AsString(obj.as_ptr()) as *mut u8;
+        for b in bufs() {
+            std::ptr::copy_nonoverlapping(b.as_ptr(), dst, b.len());
+            dst = dst.add(b.len());
+        }
+    }
+    Ok(obj.cast_into::<PyBytes>()?)
+}
+
 fn buffered_protocol_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     static CLS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     CLS.get_or_try_init(py, || {
@@ -241,16 +269,7 @@ impl StreamCore {
                 let data = if evs.len() == 1 {
                     PyBytes::new(py, evs[0].buf.as_deref().unwrap_or(&[]))
                 } else {
-                    let bufs = || evs.iter().filter_map(|e| e.buf.as_deref());
-                    let total: usize = bufs().map(|b| b.len()).sum();
-                    PyBytes::new_with(py, total, |dst| {
-                        let mut at = 0;
-                        for b in bufs() {
-                            dst[at..at + b.len()].copy_from_slice(b);
-                            at += b.len();
-                        }
-                        Ok(())
-                    })?
+                    joined_bytes(py, evs)?
                 };
                 Self::data_received(slf, data_received.bind(py), &data)
             }
