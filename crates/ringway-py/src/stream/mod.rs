@@ -164,7 +164,6 @@ fn call1<'py>(func: &Bound<'py, PyAny>, arg: &Bound<'py, PyAny>) -> PyResult<Bou
 
 impl StreamCore {
     /// Starts a transport on `fd` (see `StreamCore._start`).
-    #[allow(clippy::too_many_arguments)]
     fn start(
         loop_: &Bound<'_, LoopCore>,
         fd: RawFd,
