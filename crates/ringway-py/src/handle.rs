@@ -6,6 +6,10 @@
 //! no bound `Context.run` method and no argument tuple are built per call. Cancelling
 //! drops the callback and its arguments at once (so a cancelled long timer holds no
 //! memory) and, for a timer, tells the loop's heap, which drops the entry lazily.
+//!
+//! A handle holds its loop as a Python object and tells it of a timer's cancel through
+//! asyncio's own hook (`loop._timer_handle_cancelled(handle)`), so this module does
+//! not name the loop's native type: the loop depends on handles, not the reverse.
 
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,7 +20,6 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use crate::gil_cell::GilCell;
-use crate::loop_core::LoopCore;
 
 struct Callback {
     func: Py<PyAny>,
@@ -25,12 +28,14 @@ struct Callback {
     context: Option<Py<PyAny>>,
 }
 
-/// A scheduled callback (asyncio's `Handle`).
-#[pyclass(frozen, subclass, module = "ringway._ringway")]
+/// A scheduled callback (asyncio's `Handle`). Weakly referenceable, as asyncio's
+/// handles are (code keeps them in `WeakValueDictionary`s and `WeakSet`s).
+#[pyclass(frozen, subclass, weakref, module = "ringway._ringway")]
 pub struct Handle {
     callback: GilCell<Option<Callback>>,
     cancelled: AtomicBool,
-    pub(crate) loop_: Py<LoopCore>,
+    /// The loop (a `ringway.Loop`).
+    pub(crate) loop_: Py<PyAny>,
     /// Where the handle was created, in debug mode (`_source_traceback`).
     source_traceback: Option<Py<PyAny>>,
 }
@@ -46,7 +51,7 @@ impl std::fmt::Debug for Handle {
 impl Handle {
     /// A handle for `func(*args)` in `context`.
     pub fn new(
-        loop_: Py<LoopCore>,
+        loop_: Py<PyAny>,
         func: Py<PyAny>,
         args: Py<PyTuple>,
         context: Option<Py<PyAny>>,
@@ -200,7 +205,7 @@ impl Handle {
 
     /// The loop the handle belongs to.
     #[getter]
-    fn _loop(&self, py: Python<'_>) -> Py<LoopCore> {
+    fn _loop(&self, py: Python<'_>) -> Py<PyAny> {
         self.loop_.clone_ref(py)
     }
 
@@ -248,6 +253,13 @@ pub struct TimerHandle {
     pub(crate) scheduled: AtomicBool,
 }
 
+impl TimerHandle {
+    /// Cancelled (no longer due): what the loop's heap asks of its entries.
+    pub(crate) fn is_cancelled_timer(&self, _py: Python<'_>) -> bool {
+        !self.scheduled.load(Ordering::Relaxed)
+    }
+}
+
 impl std::fmt::Debug for TimerHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TimerHandle")
@@ -264,12 +276,15 @@ impl TimerHandle {
     }
 
     /// Cancels the timer; the loop drops it from its heap lazily (O(1) here).
-    fn cancel(slf: &Bound<'_, Self>) {
+    fn cancel(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
         let base = slf.as_super().get();
         if base.mark_cancelled(py) && slf.get().scheduled.swap(false, Ordering::Relaxed) {
-            base.loop_.get().timer_cancelled(py);
+            base.loop_
+                .bind(py)
+                .call_method1(pyo3::intern!(py, "_timer_handle_cancelled"), (slf,))?;
         }
+        Ok(())
     }
 
     #[getter]
@@ -280,6 +295,41 @@ impl TimerHandle {
     #[getter]
     fn _scheduled(&self) -> bool {
         self.scheduled.load(Ordering::Relaxed)
+    }
+
+    /// asyncio's: the hash of `when` (equal timers hash alike).
+    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+        self.when.into_pyobject(py)?.hash()
+    }
+
+    /// asyncio's: equal if due at the same time with an equal callback, equal
+    /// arguments and the same cancelled state.
+    fn __eq__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let Ok(other) = other.cast::<TimerHandle>() else {
+            return Ok(py.NotImplemented());
+        };
+        if slf.is(other) {
+            return Ok(true.into_pyobject(py)?.to_owned().into_any().unbind());
+        }
+        let (a, b) = (slf.as_super().get(), other.as_super().get());
+        let parts = |h: &Handle| {
+            h.callback
+                .borrow(py)
+                .as_ref()
+                .map(|c| (c.func.clone_ref(py), c.args.clone_ref(py).into_any()))
+        };
+        let mut eq = slf.get().when == other.get().when && a.is_cancelled() == b.is_cancelled();
+        if eq {
+            eq = match (parts(a), parts(b)) {
+                (Some((fa, aa)), Some((fb, ab))) => {
+                    fa.bind(py).eq(fb.bind(py))? && aa.bind(py).eq(ab.bind(py))?
+                }
+                (None, None) => true,
+                _ => false,
+            };
+        }
+        Ok(eq.into_pyobject(py)?.to_owned().into_any().unbind())
     }
 
     fn __lt__(&self, other: PyRef<'_, TimerHandle>) -> bool {

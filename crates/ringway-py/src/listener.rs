@@ -8,6 +8,7 @@
 //! errors (a peer that reset before we accepted) are skipped.
 
 use std::os::fd::RawFd;
+use std::rc::Rc;
 
 use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
 use pyo3::intern;
@@ -16,9 +17,11 @@ use pyo3::types::PyDict;
 
 use crate::gil_cell::GilCell;
 use crate::io_driver::{IoEvent, IoOp, OpKey};
-use crate::loop_core::{LoopCore, Source};
+use crate::io_source::IoSource;
+use crate::loop_core::LoopCore;
+use crate::protocol_context::ProtocolContext;
+use crate::socket_setup::prepare_socket;
 use crate::sources::{token, Kind, SourceId};
-use crate::stream::prepare_socket;
 
 /// asyncio's `ACCEPT_RETRY_DELAY`.
 const ACCEPT_RETRY_DELAY: f64 = 1.0;
@@ -38,6 +41,8 @@ struct ListenerState {
 #[pyclass(frozen, module = "ringway._ringway")]
 pub struct ListenerCore {
     loop_: Py<LoopCore>,
+    /// The context that started the server: each connection's transport copies it.
+    ctx: ProtocolContext,
     st: GilCell<ListenerState>,
 }
 
@@ -59,6 +64,7 @@ impl ListenerCore {
             py,
             ListenerCore {
                 loop_: loop_.clone().unbind(),
+                ctx: ProtocolContext::capture(py)?,
                 st: GilCell::new(ListenerState {
                     fd,
                     id: None,
@@ -70,9 +76,7 @@ impl ListenerCore {
                 }),
             },
         )?;
-        let id = loop_
-            .get()
-            .register(py, Source::Listener(core.clone_ref(py)));
+        let id = loop_.get().register(py, Rc::new(core.clone_ref(py)));
         core.get().st.borrow_mut(py).id = Some(id);
         core.get().arm(py)?;
         Ok(core)
@@ -93,7 +97,7 @@ impl ListenerCore {
         Ok(())
     }
 
-    pub(crate) fn on_event(slf: &Bound<'_, Self>, ev: &IoEvent) -> PyResult<()> {
+    fn on_accept(slf: &Bound<'_, Self>, ev: &IoEvent) -> PyResult<()> {
         let py = slf.py();
         let this = slf.get();
         let (closed, on_accept, tcp) = {
@@ -122,7 +126,7 @@ impl ListenerCore {
             let fd = ev.result;
             prepare_socket(fd, tcp);
             if let Some(cb) = on_accept {
-                if let Err(e) = cb.bind(py).call1((fd,)) {
+                if let Err(e) = this.ctx.run(py, || cb.bind(py).call1((fd,))) {
                     if e.is_instance_of::<PySystemExit>(py)
                         || e.is_instance_of::<PyKeyboardInterrupt>(py)
                     {
@@ -194,8 +198,33 @@ impl ListenerCore {
     }
 }
 
+impl IoSource for Py<ListenerCore> {
+    fn on_event(&self, py: Python<'_>, _kind: Kind, evs: &mut [IoEvent]) -> PyResult<()> {
+        ListenerCore::on_accept(self.bind(py), &evs[0])
+    }
+
+    fn flush(&self, _py: Python<'_>) -> PyResult<()> {
+        Ok(())
+    }
+
+    fn driver_gone(&self, _py: Python<'_>) {}
+}
+
 #[pymethods]
 impl ListenerCore {
+    /// Starts accepting on the listening socket `fd`; each new connection's fd (made
+    /// non-blocking, with `TCP_NODELAY` if `tcp`) goes to `on_accept(fd)`, in the
+    /// context current now (the one that started the server).
+    #[staticmethod]
+    fn _start(
+        loop_: &Bound<'_, LoopCore>,
+        fd: RawFd,
+        on_accept: Py<PyAny>,
+        tcp: bool,
+    ) -> PyResult<Py<ListenerCore>> {
+        Self::start(loop_, fd, on_accept, tcp)
+    }
+
     /// Stops accepting. The cancel is pushed to the kernel at once, so the caller may
     /// close the socket right after this returns.
     fn close(&self, py: Python<'_>) -> PyResult<()> {

@@ -12,13 +12,15 @@
 //!    completion (receives go straight to `data_received` /
 //!    `get_buffer`+`buffer_updated`, accepts to the server, readiness to the
 //!    `add_reader`/`add_writer` callbacks: no Future, no Handle per I/O event), then
-//!    the due timers. What these schedule runs in the next iteration.
+//!    the timers that were due right after the wait. What these schedule runs in the
+//!    next iteration.
 //!
 //! `call_soon_threadsafe` queues like `call_soon` (under the GIL) and writes the
 //! driver's eventfd only if the loop is asleep.
 
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::RawFd;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,28 +33,15 @@ use crate::clock;
 use crate::gil_cell::GilCell;
 use crate::handle::{Handle, TimerHandle};
 use crate::io_driver::{IoDriver, IoEvent, IoOp, LoopWaker, OpKey};
-use crate::listener::ListenerCore;
+use crate::io_source::IoSource;
 use crate::sources::{token, untoken, Kind, SourceId, Sources};
-use crate::stream::StreamCore;
 use crate::timer_heap::TimerHeap;
 
 /// The longest single wait (asyncio's `MAXIMUM_SELECT_TIMEOUT`).
 const MAX_WAIT: f64 = 24.0 * 3600.0;
 
-/// An I/O source that completions are routed to.
-pub(crate) enum Source {
-    Stream(Py<StreamCore>),
-    Listener(Py<ListenerCore>),
-}
-
-impl Source {
-    fn clone_ref(&self, py: Python<'_>) -> Source {
-        match self {
-            Source::Stream(s) => Source::Stream(s.clone_ref(py)),
-            Source::Listener(l) => Source::Listener(l.clone_ref(py)),
-        }
-    }
-}
+/// An I/O source that completions are routed to (a transport or a listener).
+pub(crate) type Source = Rc<dyn IoSource>;
 
 /// One direction of an `add_reader`/`add_writer` registration.
 struct WatchDir {
@@ -86,10 +75,11 @@ pub(crate) struct LoopState {
     watches: HashMap<RawFd, Watch>,
     watch_gen: u32,
     rearm: Vec<(RawFd, bool)>,
-    dirty: Vec<Py<StreamCore>>,
+    /// Sources to flush before the next wait.
+    dirty: Vec<SourceId>,
     /// Emptied vectors kept for their capacity (a flush swaps them in and out).
     rearm_spare: Vec<(RawFd, bool)>,
-    dirty_spare: Vec<Py<StreamCore>>,
+    dirty_spare: Vec<SourceId>,
     /// The event vector not in the driver's hands (swapped each dispatch).
     events: Vec<IoEvent>,
     /// Events left undispatched when a callback raised `KeyboardInterrupt`/`SystemExit`.
@@ -180,25 +170,22 @@ impl LoopCore {
         func: Py<PyAny>,
         args: Py<PyTuple>,
     ) -> PyResult<()> {
-        let h = Py::new(py, Handle::new(slf.clone_ref(py), func, args, None, None))?;
+        let owner = slf.clone_ref(py).into_any();
+        let h = Py::new(py, Handle::new(owner, func, args, None, None))?;
         slf.get().push_ready(py, h);
         Ok(())
     }
 
-    /// Puts a transport on the list flushed before the next wait.
-    pub(crate) fn mark_dirty(&self, py: Python<'_>, s: Py<StreamCore>) {
-        self.state.borrow_mut(py).dirty.push(s);
+    /// Puts a source on the list flushed before the next wait.
+    pub(crate) fn mark_dirty(&self, py: Python<'_>, id: SourceId) {
+        self.state.borrow_mut(py).dirty.push(id);
     }
 
-    /// Counts one send by a transport (for tests: sends per response).
-    pub(crate) fn count_send(&self, py: Python<'_>) {
-        self.state.borrow_mut(py).sends += 1;
-    }
-
-    /// A timer was cancelled: let the heap count it.
-    pub(crate) fn timer_cancelled(&self, py: Python<'_>) {
-        let mut st = self.state.borrow_mut(py);
-        st.timers.note_cancelled(|t| t.get().is_cancelled_timer(py));
+    /// Counts `n` sends by a transport (for tests: sends per response).
+    pub(crate) fn count_sends(&self, py: Python<'_>, n: u64) {
+        if n > 0 {
+            self.state.borrow_mut(py).sends += n;
+        }
     }
 
     /// The debug flag.
@@ -258,7 +245,7 @@ impl LoopCore {
             },
         };
         Ok(Handle::new(
-            slf.clone().unbind(),
+            slf.clone().into_any().unbind(),
             callback.clone().unbind(),
             args.clone().unbind(),
             Some(context),
@@ -340,9 +327,13 @@ impl LoopCore {
         }
         let mut done = 0;
         if result.is_ok() {
-            for s in &dirty {
+            for &id in &dirty {
                 done += 1;
-                if let Err(e) = StreamCore::flush(s.bind(py)) {
+                // A source that finished meanwhile has nothing left to send.
+                let Some(src) = this.source(py, id) else {
+                    continue;
+                };
+                if let Err(e) = src.flush(py) {
                     result = Err(e);
                     break;
                 }
@@ -426,11 +417,10 @@ impl LoopCore {
         result.map_err(io_err)
     }
 
-    /// Runs the timers that are due (within the clock's resolution), earliest first.
-    fn run_due_timers(slf: &Bound<'_, Self>, debug: bool) -> PyResult<()> {
+    /// Runs the timers due before `end`, earliest first.
+    fn run_due_timers(slf: &Bound<'_, Self>, debug: bool, end: f64) -> PyResult<()> {
         let py = slf.py();
         let this = slf.get();
-        let end = clock::monotonic() + this.clock_resolution;
         let due: Vec<Py<TimerHandle>> = {
             let mut st = this.state.borrow_mut(py);
             let mut due = Vec::new();
@@ -511,20 +501,17 @@ impl LoopCore {
                 self.watch_fired(py, id, kind == Kind::WatchWrite, evs[0].result);
                 Ok(())
             }
-            _ => {
-                let src = {
-                    let st = self.state.borrow(py);
-                    match st.sources.get(id) {
-                        Some(s) => s.clone_ref(py),
-                        None => return Ok(()), // stale: buffers go back on drop
-                    }
-                };
-                match src {
-                    Source::Stream(s) => StreamCore::on_event(s.bind(py), kind, evs),
-                    Source::Listener(l) => ListenerCore::on_event(l.bind(py), &evs[0]),
-                }
-            }
+            // A stale token (the source has gone): the buffers go back on drop.
+            _ => match self.source(py, id) {
+                Some(src) => src.on_event(py, kind, evs),
+                None => Ok(()),
+            },
         }
+    }
+
+    /// The live source `id`, if it is still registered.
+    fn source(&self, py: Python<'_>, id: SourceId) -> Option<Source> {
+        self.state.borrow(py).sources.get(id).cloned()
     }
 
     fn watch_fired(&self, py: Python<'_>, id: SourceId, write: bool, result: i32) {
@@ -716,10 +703,14 @@ impl LoopCore {
             py.check_signals()?;
         }
         // asyncio's order: callbacks queued before the wait, then the I/O it found, then
-        // due timers; what they schedule runs in the next iteration.
+        // due timers; what they schedule runs in the next iteration. Which timers are
+        // due is decided now, as asyncio does right after its wait: one that falls due
+        // while the callbacks run waits for the next iteration, behind what they
+        // scheduled with call_soon.
+        let end = clock::monotonic() + this.clock_resolution;
         Self::run_ready(slf, n, debug)?;
         Self::dispatch(slf)?;
-        Self::run_due_timers(slf, debug)
+        Self::run_due_timers(slf, debug, end)
     }
 
     #[getter(_stopping)]
@@ -810,9 +801,7 @@ impl LoopCore {
             drop(d);
         }
         for s in &sources {
-            if let Source::Stream(s) = s {
-                s.get().driver_gone(py);
-            }
+            s.driver_gone(py);
         }
         drop((ready, timers, watches, sources, dirty));
         let mut st = self.state.borrow_mut(py);
@@ -893,6 +882,13 @@ impl LoopCore {
         w.dir(write).as_ref().map(|d| d.handle.clone_ref(py))
     }
 
+    /// A timer was cancelled (asyncio's hook, called by `TimerHandle.cancel` while it
+    /// is still in the heap): let the heap count it.
+    fn _timer_handle_cancelled(&self, py: Python<'_>, _handle: &Bound<'_, PyAny>) {
+        let mut st = self.state.borrow_mut(py);
+        st.timers.note_cancelled(|t| t.get().is_cancelled_timer(py));
+    }
+
     /// Queues an existing handle (a signal's, when its byte arrives).
     fn _push_ready(&self, py: Python<'_>, handle: Py<Handle>) {
         self.push_ready(py, handle);
@@ -909,40 +905,5 @@ impl LoopCore {
             slf.py(),
             Self::new_handle(slf, callback, args, None, "add_reader")?,
         )
-    }
-
-    /// Starts a stream transport (TCP or Unix) on `fd`: `protocol.connection_made` runs
-    /// on the next iteration, then receiving starts and `waiter` (if any) gets `None`.
-    /// `sock` is the Python socket object owning `fd` (closed when the transport ends);
-    /// without it the transport owns `fd`.
-    #[pyo3(signature = (fd, transport, protocol, waiter, sock, tcp))]
-    fn _stream_new(
-        slf: &Bound<'_, Self>,
-        fd: RawFd,
-        transport: Py<PyAny>,
-        protocol: &Bound<'_, PyAny>,
-        waiter: Option<Py<PyAny>>,
-        sock: Option<Py<PyAny>>,
-        tcp: bool,
-    ) -> PyResult<Py<StreamCore>> {
-        StreamCore::start(slf, fd, transport, protocol, waiter, sock, tcp)
-    }
-
-    /// Starts accepting on the listening socket `fd`; each new connection's fd (made
-    /// non-blocking, with `TCP_NODELAY` if `tcp`) goes to `on_accept(fd)`.
-    fn _listener_new(
-        slf: &Bound<'_, Self>,
-        fd: RawFd,
-        on_accept: Py<PyAny>,
-        tcp: bool,
-    ) -> PyResult<Py<ListenerCore>> {
-        ListenerCore::start(slf, fd, on_accept, tcp)
-    }
-}
-
-impl TimerHandle {
-    /// Cancelled, read through the base handle.
-    pub(crate) fn is_cancelled_timer(&self, _py: Python<'_>) -> bool {
-        !self.scheduled.load(Ordering::Relaxed)
     }
 }

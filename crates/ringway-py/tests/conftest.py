@@ -40,6 +40,21 @@ def loop(backend):
         loop.close()
 
 
+@pytest.fixture(params=["uring", "epoll", "asyncio"])
+def any_loop(request):
+    """A ringway loop on each backend, and stock asyncio's loop as the reference: a
+    test that takes it asserts what asyncio does, so the reference shows that the
+    assertion is asyncio's behaviour."""
+    if request.param == "asyncio":
+        loop = asyncio.new_event_loop()
+    else:
+        loop = ringway.new_event_loop(backend=request.param)
+    asyncio.set_event_loop(loop)
+    yield loop
+    asyncio.set_event_loop(None)
+    loop.close()
+
+
 def run(loop, coro, timeout=30):
     """Runs ``coro`` on ``loop``, failing (not hanging) after ``timeout`` seconds."""
     return loop.run_until_complete(asyncio.wait_for(coro, timeout))

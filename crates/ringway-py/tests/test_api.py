@@ -238,3 +238,22 @@ def test_unsupported_arguments_say_so(loop):
             await loop.create_unix_server(asyncio.Protocol, "/tmp/x", cleanup_socket=True)
 
     run(loop, main())
+
+
+def test_a_timer_due_while_callbacks_run_waits_for_what_they_scheduled(any_loop):
+    """asyncio decides which timers are due right after its wait, before it runs the
+    iteration's callbacks: a timer that falls due while they run fires in the next
+    iteration, after what they scheduled with call_soon. (CPython's
+    test_queues.test_blocking_put_wait hangs otherwise on a loaded machine.)"""
+    loop = any_loop
+    order = []
+
+    def first():
+        loop.call_later(0.01, order.append, "timer")
+        loop.call_soon(order.append, "soon")
+        time.sleep(0.03)  # the timer falls due while this callback runs
+
+    loop.call_soon(first)
+    loop.call_later(0.2, loop.stop)
+    loop.run_forever()
+    assert order == ["soon", "timer"]

@@ -118,3 +118,47 @@ def test_unix_echo(loop, style):
             await server.wait_closed()
 
     run(loop, main())
+
+
+def test_buffered_protocol_buffer_filled_from_many_pool_buffers(loop):
+    """200 KB already waiting in the socket arrive as many pool buffers in one turn;
+    each get_buffer() is filled from as many of them as fit (as asyncio's recv_into
+    fills it), so the rounds are counted by the protocol's 64 KiB buffer, not by the
+    pool's buffer size."""
+    import math
+    import socket
+
+    total, room = 200_000, 64 * 1024
+    payload = os.urandom(total)
+
+    class Sink(asyncio.BufferedProtocol):
+        def __init__(self):
+            self.buf = bytearray(room)
+            self.got = bytearray()
+            self.rounds = 0
+            self.done = loop.create_future()
+
+        def get_buffer(self, hint):
+            return self.buf
+
+        def buffer_updated(self, n):
+            self.rounds += 1
+            self.got += self.buf[:n]
+            if len(self.got) == total:
+                self.done.set_result(None)
+
+    async def main():
+        a, b = socket.socketpair()
+        b.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        b.sendall(payload)  # all of it waits in the socket before reading starts
+        tr, proto = await loop.connect_accepted_socket(Sink, a)
+        await proto.done
+        assert bytes(proto.got) == payload
+        print(f"{loop.backend}: {proto.rounds} get_buffer/buffer_updated rounds for "
+              f"{total} bytes")
+        assert proto.rounds <= 2 * math.ceil(total / room), proto.rounds
+        tr.close()
+        b.close()
+
+    run(loop, main())

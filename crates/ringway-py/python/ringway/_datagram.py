@@ -4,15 +4,15 @@ import collections
 from asyncio import transports
 
 from . import _compat
-from ._fdtransport import FdTransport
+from ._fdtransport import ReadingFdTransport
 
 
-class DatagramTransport(FdTransport, transports.DatagramTransport):
+class DatagramTransport(ReadingFdTransport, transports._FlowControlMixin,
+                        transports.DatagramTransport):
     """A datagram transport: ``sendto`` tries at once and queues what would block;
     datagrams are read one per readiness report, as asyncio's selector loop does."""
 
     max_size = 256 * 1024
-    _reads = True
 
     def __init__(self, loop, sock, protocol, address=None, waiter=None, extra=None):
         extra = dict(extra or {})
@@ -30,6 +30,12 @@ class DatagramTransport(FdTransport, transports.DatagramTransport):
         self._address = address
         self._buffer = collections.deque()
         super().__init__(loop, sock, sock.fileno(), protocol, waiter, extra)
+
+    def get_write_buffer_size(self):
+        return self._buffer_size
+
+    def abort(self):
+        self._force_close(None)
 
     def _read_ready(self):
         if self._conn_lost:

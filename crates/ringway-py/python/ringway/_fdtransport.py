@@ -1,7 +1,13 @@
 """What the readiness-based transports (UDP, pipes) share: closing, fatal errors, the
-``connection_lost`` call, write-buffer flow control. They read and write through the
-loop's ``add_reader``/``add_writer`` (polls on the ring); they carry no hot path, which
-is why they are Python."""
+``connection_lost`` call. They read and write through the loop's
+``add_reader``/``add_writer`` (polls on the ring); they carry no hot path, which is why
+they are Python.
+
+Each transport has the interface of its asyncio counterpart and no more: reading
+(``ReadingFdTransport``) only where the transport reads, write-buffer flow control
+(asyncio's ``_FlowControlMixin``) only where it writes, so a read method on a write
+pipe raises ``NotImplementedError`` (asyncio's ``ReadTransport`` default) and a read
+pipe has no ``write``."""
 
 import logging
 import warnings
@@ -10,14 +16,18 @@ from asyncio import constants, futures, transports
 logger = logging.getLogger("asyncio")
 
 
-class FdTransport(transports._FlowControlMixin):
-    """Base of the datagram and pipe transports. ``_fd`` is watched for reading when
-    ``_reads`` is true."""
+class FdTransport:
+    """Base of the datagram and pipe transports (mixed in before their asyncio ABC).
+    ``_fd`` is watched for reading when ``_reads`` is true."""
 
     _reads = False
 
     def __init__(self, loop, fileobj, fd, protocol, waiter, extra):
-        super().__init__(extra, loop)
+        transports.BaseTransport.__init__(self, extra)
+        self._loop = loop
+        if isinstance(self, transports._FlowControlMixin):
+            self._protocol_paused = False
+            self._set_write_buffer_limits()
         self._fileobj = fileobj
         self._fd = fd
         self._protocol = protocol
@@ -67,28 +77,6 @@ class FdTransport(transports._FlowControlMixin):
     def is_closing(self):
         return self._closing
 
-    def is_reading(self):
-        return not self._closing and not self._paused
-
-    def pause_reading(self):
-        if not self.is_reading():
-            return
-        self._paused = True
-        self._stop_reading()
-        if self._loop.get_debug():
-            logger.debug("%r pauses reading", self)
-
-    def resume_reading(self):
-        if self._closing or not self._paused:
-            return
-        self._paused = False
-        self._start_reading()
-        if self._loop.get_debug():
-            logger.debug("%r resumes reading", self)
-
-    def get_write_buffer_size(self):
-        return self._buffer_size
-
     def close(self):
         if self._closing:
             return
@@ -98,9 +86,6 @@ class FdTransport(transports._FlowControlMixin):
             self._conn_lost += 1
             self._stop_writing()
             self._loop.call_soon(self._call_connection_lost, None)
-
-    def abort(self):
-        self._force_close(None)
 
     def _fatal_error(self, exc, message="Fatal error on transport"):
         if isinstance(exc, OSError):
@@ -146,3 +131,28 @@ class FdTransport(transports._FlowControlMixin):
         if self._conn_lost >= constants.LOG_THRESHOLD_FOR_CONNLOST_WRITES:
             logger.warning("socket.send() raised exception.")
         self._conn_lost += 1
+
+
+class ReadingFdTransport(FdTransport):
+    """An ``FdTransport`` that reads: ``pause_reading``/``resume_reading``."""
+
+    _reads = True
+
+    def is_reading(self):
+        return not self._closing and not self._paused
+
+    def pause_reading(self):
+        if not self.is_reading():
+            return
+        self._paused = True
+        self._stop_reading()
+        if self._loop.get_debug():
+            logger.debug("%r pauses reading", self)
+
+    def resume_reading(self):
+        if self._closing or not self._paused:
+            return
+        self._paused = False
+        self._start_reading()
+        if self._loop.get_debug():
+            logger.debug("%r resumes reading", self)

@@ -11,6 +11,7 @@ signals, subprocesses, pipes, UDP, Unix sockets. Nothing in asyncio is patched.
 
 import collections
 import errno
+import inspect
 import logging
 import os
 import signal
@@ -26,7 +27,7 @@ from asyncio import futures, sslproto, tasks
 from . import _compat
 from ._datagram import DatagramTransport
 from ._pipes import ReadPipeTransport, WritePipeTransport
-from ._ringway import LoopCore
+from ._ringway import ListenerCore, LoopCore
 from ._sockets import SocketMethods
 from ._stream import StreamTransport
 from ._subprocess import SubprocessTransport
@@ -34,6 +35,10 @@ from ._subprocess import SubprocessTransport
 logger = logging.getLogger("asyncio")
 
 __all__ = ["Loop"]
+
+
+#: The entry points asyncio's debug mode checks the calling thread for.
+_THREAD_CHECKED = frozenset(("call_soon", "call_later", "call_at"))
 
 
 def _fileobj_to_fd(fileobj):
@@ -143,8 +148,13 @@ class Loop(SocketMethods, LoopCore, base_events.BaseEventLoop):
     # -- called by the native core --------------------------------------------------------
 
     def _ringway_debug_checks(self, callback, method):
-        self._check_thread()
-        self._check_callback(callback, method)
+        # As asyncio's debug mode: the thread check guards call_soon, call_later and
+        # call_at only (call_soon_threadsafe is made to be called from other threads),
+        # and add_reader's callbacks are not checked.
+        if method in _THREAD_CHECKED:
+            self._check_thread()
+        if method != "add_reader":
+            self._check_callback(callback, method)
 
     def _ringway_extract_stack(self):
         return format_helpers.extract_stack(sys._getframe(1))
@@ -275,7 +285,7 @@ class Loop(SocketMethods, LoopCore, base_events.BaseEventLoop):
         acceptor = _Acceptor(self, protocol_factory, sock, sslcontext, server,
                              ssl_handshake_timeout, ssl_shutdown_timeout)
         tcp = sock.family in (socket.AF_INET, socket.AF_INET6)
-        self._listeners[fd] = self._listener_new(fd, acceptor.accept, tcp)
+        self._listeners[fd] = ListenerCore._start(self, fd, acceptor.accept, tcp)
 
     def _stop_serving(self, sock):
         listener = self._listeners.pop(sock.fileno(), None)
@@ -426,7 +436,9 @@ class Loop(SocketMethods, LoopCore, base_events.BaseEventLoop):
             raise ValueError(f"invalid signal number {sig}")
 
     def add_signal_handler(self, sig, callback, *args):
-        if coroutines.iscoroutine(callback) or coroutines.iscoroutinefunction(callback):
+        # inspect's test, not asyncio.iscoroutinefunction (deprecated in 3.14): the
+        # same answer on 3.11+, where asyncio's legacy coroutine marker is gone.
+        if coroutines.iscoroutine(callback) or inspect.iscoroutinefunction(callback):
             raise TypeError("coroutines cannot be used with add_signal_handler()")
         self._check_signal(sig)
         self._check_closed()

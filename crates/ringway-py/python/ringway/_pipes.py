@@ -5,7 +5,7 @@ import os
 import stat
 from asyncio import transports
 
-from ._fdtransport import FdTransport
+from ._fdtransport import FdTransport, ReadingFdTransport
 
 
 def _check_pipe(pipe):
@@ -17,11 +17,10 @@ def _check_pipe(pipe):
     return fd, mode
 
 
-class ReadPipeTransport(FdTransport, transports.ReadTransport):
+class ReadPipeTransport(ReadingFdTransport, transports.ReadTransport):
     """The read end of a pipe."""
 
     max_size = 256 * 1024
-    _reads = True
 
     def __init__(self, loop, pipe, protocol, waiter=None, extra=None):
         fd, _ = _check_pipe(pipe)
@@ -59,7 +58,8 @@ class ReadPipeTransport(FdTransport, transports.ReadTransport):
         self._pipe = None
 
 
-class WritePipeTransport(FdTransport, transports.WriteTransport):
+class WritePipeTransport(FdTransport, transports._FlowControlMixin,
+                         transports.WriteTransport):
     """The write end of a pipe. A pipe whose reader goes away is noticed through a
     read-readiness watch (the kernel reports the error as readable)."""
 
@@ -147,6 +147,9 @@ class WritePipeTransport(FdTransport, transports.WriteTransport):
         if n > 0:
             del self._buffer[:n]
         self._buffer_size = len(self._buffer)
+
+    def get_write_buffer_size(self):
+        return self._buffer_size
 
     def can_write_eof(self):
         return True

@@ -8,6 +8,7 @@ import socket
 from asyncio import constants, transports, trsock
 
 from . import _compat
+from ._ringway import StreamCore
 
 
 class StreamTransport(transports._FlowControlMixin, transports.Transport):
@@ -29,7 +30,7 @@ class StreamTransport(transports._FlowControlMixin, transports.Transport):
             family = sock.family if sock is not None else _family_of(fd)
         self._family = family
         tcp = family in (socket.AF_INET, socket.AF_INET6)
-        core = loop._stream_new(fd, self, protocol, waiter, sock, tcp)
+        core = StreamCore._start(loop, fd, self, protocol, waiter, sock, tcp)
         self._core = core
         # The hot methods, bound once: a call goes straight to the native code.
         self.write = core.write
