@@ -21,6 +21,7 @@
 
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 
+mod core_bound;
 mod receiver;
 mod sender;
 mod socket;
@@ -33,12 +34,21 @@ mod futures_io_impl;
 #[cfg(feature = "hyper")]
 mod hyper_rt;
 #[cfg(feature = "hyper")]
+mod io_adapter;
+#[cfg(feature = "hyper")]
 mod serve;
 #[cfg(feature = "http2")]
 mod sniff;
+#[cfg(feature = "timeout")]
+pub mod timeout;
+#[cfg(feature = "tls")]
+mod tls;
 #[cfg(feature = "tower")]
 mod tower;
+#[cfg(feature = "ws")]
+pub mod ws;
 
+pub use core_bound::CoreBound;
 pub use socket::StreamSocket;
 pub use stream::CompatStream;
 

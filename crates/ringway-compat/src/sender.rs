@@ -413,6 +413,28 @@ impl<S: StreamSocket> Outbox<S> {
     }
 }
 
+/// Ends [`Outbox::defer_to_owner`]: the connection's owner stops handing the bytes over
+/// (an upgraded connection has left it), so `poll_flush` does again, and what is
+/// gathered now goes out through the helper task.
+#[cfg(feature = "hyper")]
+pub(crate) fn end_deferral<S: StreamSocket>(link: &Link<S>) {
+    let Ok(mut outbox) = link.try_borrow_mut() else {
+        return;
+    };
+    if !outbox.deferred {
+        return;
+    }
+    outbox.deferred = false;
+    if !outbox.closed && !outbox.gather.is_empty() && outbox.failed.is_none() {
+        outbox.poke_helper();
+    }
+    let spawn = outbox.take_spawn();
+    drop(outbox);
+    if spawn {
+        spawn_helper(link.clone());
+    }
+}
+
 /// A waker that wakes nobody (`Waker::noop` is newer than this crate's MSRV).
 struct Nobody;
 
