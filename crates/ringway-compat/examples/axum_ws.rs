@@ -9,7 +9,8 @@
 //! # then any WebSocket client, e.g. `websocat ws://127.0.0.1:3001/ws`
 //! ```
 //!
-//! Options: `--bind ADDR`, `--threads N`, `--backend auto|uring|epoll`. The tokio peer
+//! Options: `--bind ADDR`, `--threads N`, `--backend auto|uring|epoll`, `--read-buffer
+//! BYTES` (tungstenite's read buffer; default one pool buffer, 4 KiB). The tokio peer
 //! of the benchmark is `axum_ws_tokio`, the same app.
 
 #[path = "common/app.rs"]
@@ -32,25 +33,43 @@ async fn echo(mut socket: WebSocket) {
     }
 }
 
-fn router() -> Router {
+/// The app; `read_buffer` sets tungstenite's read buffer (`--read-buffer`), else the
+/// extractor's default stays.
+fn router(read_buffer: Option<usize>) -> Router {
     Router::new()
         .route("/", get(|| async { "WebSocket echo at /ws\n" }))
         .route(
             "/ws",
-            get(|ws: WebSocketUpgrade| async { ws.on_upgrade(echo) }),
+            get(move |ws: WebSocketUpgrade| async move {
+                match read_buffer {
+                    Some(n) => ws.read_buffer_size(n),
+                    None => ws,
+                }
+                .on_upgrade(echo)
+            }),
         )
 }
 
 fn main() -> std::io::Result<()> {
     let (mut bind, mut threads, mut backend) =
         ("127.0.0.1:3001".to_string(), 1, ringway::Backend::Auto);
+    let mut read_buffer = None;
     for (name, value) in app::args() {
         match name.as_str() {
             "--bind" => bind = value,
+            "--read-buffer" => {
+                read_buffer = Some(
+                    value
+                        .parse()
+                        .expect("--read-buffer takes a number of bytes"),
+                )
+            }
             "--threads" => threads = value.parse().expect("--threads takes a number"),
             "--backend" => backend = app::backend(&value),
             _ => {
-                eprintln!("unknown option {name}: expected --bind, --threads or --backend");
+                eprintln!(
+                    "unknown option {name}: expected --bind, --threads, --backend or --read-buffer"
+                );
                 std::process::exit(2);
             }
         }
@@ -59,7 +78,7 @@ fn main() -> std::io::Result<()> {
         .worker_threads(threads)
         .backend(backend)
         .build()?;
-    let app = router();
+    let app = router(read_buffer);
     let server = Server::http1(
         &rt.handle(),
         bind.as_str(),

@@ -2,7 +2,8 @@
 //! extractor over tokio-tungstenite): the peer `axum_ws` is measured against in
 //! `bench/compare_tls_ws.sh`. A benchmark peer only.
 //!
-//! Options: `--bind ADDR`.
+//! Options: `--bind ADDR`, `--read-buffer BYTES` (tungstenite's read buffer; axum's
+//! default is 128 KiB).
 
 #[path = "common/app.rs"]
 mod app;
@@ -24,22 +25,37 @@ async fn echo(mut socket: WebSocket) {
     }
 }
 
-fn router() -> Router {
+/// The app; `read_buffer` sets tungstenite's read buffer (`--read-buffer`), else the
+/// extractor's default stays.
+fn router(read_buffer: Option<usize>) -> Router {
     Router::new()
         .route("/", get(|| async { "WebSocket echo at /ws\n" }))
         .route(
             "/ws",
-            get(|ws: WebSocketUpgrade| async { ws.on_upgrade(echo) }),
+            get(move |ws: WebSocketUpgrade| async move {
+                match read_buffer {
+                    Some(n) => ws.read_buffer_size(n),
+                    None => ws,
+                }
+                .on_upgrade(echo)
+            }),
         )
 }
 
 fn main() -> std::io::Result<()> {
-    let mut bind = "127.0.0.1:3001".to_string();
+    let (mut bind, mut read_buffer) = ("127.0.0.1:3001".to_string(), None);
     for (name, value) in app::args() {
         match name.as_str() {
             "--bind" => bind = value,
+            "--read-buffer" => {
+                read_buffer = Some(
+                    value
+                        .parse()
+                        .expect("--read-buffer takes a number of bytes"),
+                )
+            }
             _ => {
-                eprintln!("unknown option {name}: expected --bind");
+                eprintln!("unknown option {name}: expected --bind or --read-buffer");
                 std::process::exit(2);
             }
         }
@@ -57,6 +73,6 @@ fn main() -> std::io::Result<()> {
         let listener = listener.tap_io(|tcp| {
             let _ = tcp.set_nodelay(true);
         });
-        axum::serve(listener, router()).await
+        axum::serve(listener, router(read_buffer)).await
     })
 }

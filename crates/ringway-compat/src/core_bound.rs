@@ -35,6 +35,9 @@
 //! - it is not `Sync`: a `&CoreBound<T>` never reaches another thread, so no shared
 //!   access can race with the home thread's (the checks above are for owned moves).
 //!
+//! `T` must be `Unpin` (a drop away from home moves it, which a pinned value forbids)
+//! and `'static` (it travels home as a task's capture).
+//!
 //! With these rules the only thing another thread ever does with a `T` is move its bytes,
 //! which is what `Send` has to allow and all it has to allow. The check costs a
 //! thread-local read and a compare per poll.
