@@ -6,10 +6,12 @@ use std::io;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
-/// Wraps `T` with the other family's I/O traits.
+/// tokio's I/O traits as hyper's.
+#[cfg(feature = "tls")]
 #[derive(Debug)]
 pub(crate) struct IoAdapter<T>(pub T);
 
+#[cfg(feature = "tls")]
 impl<T: tokio::io::AsyncRead + Unpin> hyper::rt::Read for IoAdapter<T> {
     fn poll_read(
         self: Pin<&mut Self>,
@@ -30,6 +32,7 @@ impl<T: tokio::io::AsyncRead + Unpin> hyper::rt::Read for IoAdapter<T> {
     }
 }
 
+#[cfg(feature = "tls")]
 impl<T: tokio::io::AsyncWrite + Unpin> hyper::rt::Write for IoAdapter<T> {
     fn poll_write(
         self: Pin<&mut Self>,

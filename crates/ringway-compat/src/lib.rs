@@ -43,7 +43,7 @@ mod drain;
 mod futures_io_impl;
 #[cfg(feature = "hyper")]
 mod hyper_rt;
-#[cfg(feature = "hyper")]
+#[cfg(any(feature = "tls", feature = "ws"))]
 mod io_adapter;
 #[cfg(feature = "hyper")]
 mod serve;

@@ -131,3 +131,27 @@ async fn towers_own_timeout_needs_tokios_runtime() {
         .unwrap_or_default();
     assert!(text.contains("no reactor running"), "{text}");
 }
+
+/// The drop-ins need no `Server`: any task on a ringway core (here `#[ringway::test]`,
+/// as under `#[ringway::main]`) can use them as tower services.
+#[ringway::test(both)]
+async fn timeout_services_work_on_any_ringway_core() {
+    use tower::ServiceExt;
+    let slow = tower::service_fn(|()| async {
+        ringway::time::sleep(Duration::from_millis(200)).await;
+        Ok::<_, BoxError>("slow")
+    });
+    let fast = tower::service_fn(|()| async { Ok::<_, BoxError>("fast") });
+    let limit = Duration::from_millis(30);
+    let e = ringway_compat::timeout::Timeout::new(slow, limit)
+        .oneshot(())
+        .await
+        .expect_err("the slow call times out");
+    assert!(e.is::<tower::timeout::error::Elapsed>(), "{e}");
+    let ok = ringway_compat::timeout::Timeout::new(fast, limit)
+        .oneshot(())
+        .await
+        .unwrap();
+    assert_eq!(ok, "fast");
+    assert_eq!(ringway::time::pending_timers(), 0);
+}
