@@ -18,6 +18,7 @@
 # shape run for the whole shape; ROUNDS rounds of one window per peer, the order rotated
 # each round; server CPU per request = the CPU time of the server's threads
 # (/proc/PID/task/*/schedstat) over the window / requests the client completed in it.
+# Every window starts once the client's connections are up: handshakes are not counted.
 # The ratio is the median of the per-round ratios, with quartiles and range.
 #
 # Counted (do not drift with load): syscalls and context switches per request, from one
@@ -96,14 +97,36 @@ server_cmd() {
   esac
 }
 
-# client SHAPE PORT CERT SECONDS -> compat_load's output
+# client SHAPE PORT CERT SECONDS [ARGS...] -> compat_load's output
 client() {
-  case "$1" in
-    h2tls) taskset -c 1 $PRIO "$E/compat_load" --mode h2 --addr "127.0.0.1:$2" --ca "$3" \
-      --connections "$H2_CONNS" --streams "$H2_STREAMS" --seconds "$4" ;;
-    ws64) taskset -c 1 $PRIO "$E/compat_load" --mode ws --addr "127.0.0.1:$2" \
-      --connections "$WS_CONNS" --depth "$WS_DEPTH" --size 64 --seconds "$4" ;;
+  local shape=$1 port=$2 cert=$3 secs=$4
+  shift 4
+  case "$shape" in
+    h2tls) taskset -c 1 $PRIO "$E/compat_load" --mode h2 --addr "127.0.0.1:$port" --ca "$cert" \
+      --connections "$H2_CONNS" --streams "$H2_STREAMS" --seconds "$secs" "$@" ;;
+    ws64) taskset -c 1 $PRIO "$E/compat_load" --mode ws --addr "127.0.0.1:$port" \
+      --connections "$WS_CONNS" --depth "$WS_DEPTH" --size 64 --seconds "$secs" "$@" ;;
   esac
+}
+
+# window SHAPE PORT CERT SECONDS HOOK -> the client's output. The client connects first
+# (TLS and WebSocket handshakes), then HOOK runs (eval'd: a CPU reading, perf, callgrind
+# -z), then the measured SECONDS start: no handshake is counted. Waits for everything
+# HOOK started in the background too.
+window() {
+  local shape=$1 port=$2 cert=$3 secs=$4 hook=$5 tag
+  tag="$OUT/window.$BASHPID"
+  rm -f "$tag.go" "$tag.out"
+  client "$shape" "$port" "$cert" "$secs" --start-after "$tag.go" >"$tag.out" &
+  for _ in $(seq 1 6000); do
+    grep -q '^connected' "$tag.out" 2>/dev/null && break
+    sleep 0.01
+  done
+  eval "$hook"
+  touch "$tag.go"
+  wait
+  cat "$tag.out"
+  rm -f "$tag.go" "$tag.out"
 }
 
 requests() { echo "$1" | awk '/requests in/ {print $1}'; }
@@ -148,8 +171,8 @@ for shape in $SHAPES; do
       for round in $(seq 1 "$ROUNDS"); do
         for i in $(seq 0 $((${#peers[@]} - 1))); do
           peer=${peers[$(((i + round - 1) % ${#peers[@]}))]}
-          t0=$(cpu_ns "${PID[$peer]}")
-          out=$(client "$shape" "${PORT[$peer]}" "${CERT[$peer]}" "$D")
+          out=$(window "$shape" "${PORT[$peer]}" "${CERT[$peer]}" "$D" "cpu_ns ${PID[$peer]} >$OUT/t0")
+          t0=$(cat "$OUT/t0")
           t1=$(cpu_ns "${PID[$peer]}")
           check_errors "$out" "$peer $shape"
           n=$(requests "$out")
@@ -161,11 +184,8 @@ for shape in $SHAPES; do
     fi
     if [ "$SYSCALLS" = 1 ]; then
       for peer in "${peers[@]}"; do
-        perf stat -e raw_syscalls:sys_enter -e context-switches -x, -o "$OUT/perf.$peer.$shape" \
-          -p "${PID[$peer]}" -- sleep "$D" 2>/dev/null &
-        ppid=$!
-        out=$(client "$shape" "${PORT[$peer]}" "${CERT[$peer]}" "$D")
-        wait "$ppid" || true
+        out=$(window "$shape" "${PORT[$peer]}" "${CERT[$peer]}" "$D" \
+          "perf stat -e raw_syscalls:sys_enter -e context-switches -x, -o $OUT/perf.$peer.$shape -p ${PID[$peer]} -- sleep $D 2>/dev/null &")
         n=$(requests "$out")
         SYS[$peer.$shape]=$(awk -F, -v n="$n" '/raw_syscalls:sys_enter/ {printf "%.3f", $1 / n}' "$OUT/perf.$peer.$shape")
         CS[$peer.$shape]=$(awk -F, -v n="$n" '/context-switches/ {printf "%.4f", $1 / n}' "$OUT/perf.$peer.$shape")
@@ -177,16 +197,16 @@ for shape in $SHAPES; do
   if [ "$CALLGRIND" = 1 ]; then
     for peer in "${peers[@]}"; do
       file="$OUT/callgrind.$peer.$shape.out"
-      rm -f "$file" "$file".*
+      rm -f "$file" "$file".[0-9]*
       read -r pid port cert < <(start "$peer" "$shape" valgrind --tool=callgrind --compress-strings=no --compress-pos=no --callgrind-out-file="$file")
       client "$shape" "$port" "$cert" 3 >/dev/null
-      callgrind_control -z "$pid" >/dev/null 2>&1
-      out=$(client "$shape" "$port" "$cert" 4)
+      out=$(window "$shape" "$port" "$cert" 4 "callgrind_control -z $pid >/dev/null 2>&1")
       callgrind_control -d "$pid" >/dev/null 2>&1
       stop "$pid"
       check_errors "$out" "$peer $shape (callgrind)"
       n=$(requests "$out")
-      dump=$(ls -t "$file".* 2>/dev/null | head -1)
+      echo "$n" >"$file.requests" # for scripts/callgrind-top DUMP --per N
+      dump=$(ls -t "$file".[0-9]* 2>/dev/null | head -1)
       total=$(awk '/^totals:/ {print $2}' "$dump")
       INS[$peer.$shape]=$(awk -v t="$total" -v n="$n" 'BEGIN {printf "%.0f", t / n}')
     done

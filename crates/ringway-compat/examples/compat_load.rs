@@ -8,6 +8,11 @@
 //! compat_load --mode ws --addr 127.0.0.1:3001 --connections 50 --size 64 --seconds 5
 //! ```
 //!
+//! `--start-after FILE`: once every connection is up (handshakes done), print
+//! `connected` and wait until FILE exists before the measured time starts, so that a
+//! script can start its own measurement (a CPU reading, `callgrind_control -z`) between
+//! the two and count no handshake.
+//!
 //! h2: `--connections` TLS connections (ALPN h2), each with `--streams` concurrent
 //! streams asking `GET /plaintext` in a loop; every response's status and body length
 //! are checked. ws: `--connections` WebSockets on `/ws`, each sending `--depth`
@@ -41,6 +46,7 @@ struct Options {
     depth: usize,
     size: usize,
     seconds: f64,
+    start_after: Option<String>,
 }
 
 /// What the client tasks share: counts, and whether the measured time is over.
@@ -61,6 +67,7 @@ fn main() -> std::io::Result<()> {
         depth: 1,
         size: 64,
         seconds: 5.0,
+        start_after: None,
     };
     for (name, value) in app::args() {
         let number = || -> usize {
@@ -73,6 +80,7 @@ fn main() -> std::io::Result<()> {
             "--mode" if value == "h2" || value == "ws" => o.mode = value,
             "--addr" => o.addr = value,
             "--ca" => o.ca = Some(value),
+            "--start-after" => o.start_after = Some(value),
             "--connections" => o.connections = number(),
             "--streams" => o.streams = number(),
             "--depth" => o.depth = number(),
@@ -86,7 +94,7 @@ fn main() -> std::io::Result<()> {
             _ => {
                 eprintln!(
                     "unknown option {name} {value}: expected --mode h2|ws, --addr, --ca, \
-                     --connections, --streams, --depth, --size, --seconds"
+                     --connections, --streams, --depth, --size, --seconds, --start-after"
                 );
                 std::process::exit(2);
             }
@@ -95,23 +103,38 @@ fn main() -> std::io::Result<()> {
     let rt = ringway::Runtime::builder().worker_threads(1).build()?;
     rt.block_on(async move {
         let tally = Rc::new(Tally::default());
-        let mut tasks = Vec::new();
         let connector = if o.mode == "h2" {
             Some(connector(o.ca.as_deref()))
         } else {
             None
         };
+        // Every connection up (handshakes done) before anything is counted.
+        let mut conns = Vec::new();
         for _ in 0..o.connections {
             let tcp = TcpStream::connect(o.addr.as_str()).await?;
             tcp.set_nodelay(true)?;
             let io = CompatStream::new(tcp);
-            match &connector {
-                Some(connector) => tasks.extend(h2_connection(connector, io, &o, &tally).await?),
-                None => tasks.push(ws_connection(io, &o, tally.clone()).await?),
+            conns.push(match &connector {
+                Some(connector) => Conn::H2(h2_connect(connector, io).await?),
+                None => Conn::Ws(ws_connect(io, &o.addr).await?),
+            });
+        }
+        if let Some(trigger) = &o.start_after {
+            println!("connected");
+            use std::io::Write;
+            std::io::stdout().flush()?;
+            while !std::path::Path::new(trigger).exists() {
+                ringway::time::sleep(Duration::from_millis(5)).await;
             }
         }
         let start = Instant::now();
-        tally.done.set(0);
+        let mut tasks = Vec::new();
+        for conn in conns {
+            match conn {
+                Conn::H2(send) => tasks.extend(h2_streams(send, o.streams, &tally)),
+                Conn::Ws(ws) => tasks.push(ws_echoes(ws, o.size, o.depth, tally.clone())),
+            }
+        }
         ringway::time::sleep(Duration::from_secs_f64(o.seconds)).await;
         let (done, took) = (tally.done.get(), start.elapsed().as_secs_f64());
         tally.stop.set(true);
@@ -147,13 +170,17 @@ fn connector(ca: Option<&str>) -> tokio_rustls::TlsConnector {
     tokio_rustls::TlsConnector::from(Arc::new(config))
 }
 
-/// One TLS connection speaking h2, with its stream tasks.
-async fn h2_connection(
+/// An open connection, before its load starts.
+enum Conn {
+    H2(hyper::client::conn::http2::SendRequest<Empty<Bytes>>),
+    Ws(tokio_tungstenite::WebSocketStream<CompatStream<TcpStream>>),
+}
+
+/// One TLS connection speaking h2 (its connection task spawned).
+async fn h2_connect(
     connector: &tokio_rustls::TlsConnector,
     io: CompatStream<TcpStream>,
-    o: &Options,
-    tally: &Rc<Tally>,
-) -> std::io::Result<Vec<ringway::JoinHandle<()>>> {
+) -> std::io::Result<hyper::client::conn::http2::SendRequest<Empty<Bytes>>> {
     let tls = connector
         .connect(ServerName::try_from("localhost").expect("a name"), io)
         .await?;
@@ -167,8 +194,17 @@ async fn h2_connection(
         let _ = conn.await;
     })
     .detach();
+    Ok(send)
+}
+
+/// `streams` tasks asking `GET /plaintext` in a loop on one h2 connection.
+fn h2_streams(
+    send: hyper::client::conn::http2::SendRequest<Empty<Bytes>>,
+    streams: usize,
+    tally: &Rc<Tally>,
+) -> Vec<ringway::JoinHandle<()>> {
     let uri: http::Uri = "https://localhost/plaintext".parse().expect("a URI");
-    Ok((0..o.streams)
+    (0..streams)
         .map(|_| {
             let (mut send, tally, uri) = (send.clone(), tally.clone(), uri.clone());
             ringway::spawn(async move {
@@ -192,22 +228,30 @@ async fn h2_connection(
                 }
             })
         })
-        .collect())
+        .collect()
 }
 
-/// One WebSocket, echoing `--depth` messages of `--size` bytes at a time.
-async fn ws_connection(
+/// One WebSocket on `/ws`.
+async fn ws_connect(
     io: CompatStream<TcpStream>,
-    o: &Options,
-    tally: Rc<Tally>,
-) -> std::io::Result<ringway::JoinHandle<()>> {
-    let url = format!("ws://{}/ws", o.addr);
-    let (mut ws, _) = tokio_tungstenite::client_async(url, io)
+    addr: &str,
+) -> std::io::Result<tokio_tungstenite::WebSocketStream<CompatStream<TcpStream>>> {
+    let url = format!("ws://{addr}/ws");
+    let (ws, _) = tokio_tungstenite::client_async(url, io)
         .await
         .map_err(std::io::Error::other)?;
-    let payload = Bytes::from(vec![b'x'; o.size]);
-    let depth = o.depth;
-    Ok(ringway::spawn(async move {
+    Ok(ws)
+}
+
+/// Echoes `depth` messages of `size` bytes at a time on one WebSocket, in a loop.
+fn ws_echoes(
+    mut ws: tokio_tungstenite::WebSocketStream<CompatStream<TcpStream>>,
+    size: usize,
+    depth: usize,
+    tally: Rc<Tally>,
+) -> ringway::JoinHandle<()> {
+    let payload = Bytes::from(vec![b'x'; size]);
+    ringway::spawn(async move {
         'run: while !tally.stop.get() {
             for _ in 0..depth {
                 if ws.feed(Message::Binary(payload.clone())).await.is_err() {
@@ -232,5 +276,5 @@ async fn ws_connection(
             }
         }
         let _ = ws.close(None).await;
-    }))
+    })
 }
