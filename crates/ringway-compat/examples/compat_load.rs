@@ -116,7 +116,7 @@ fn main() -> std::io::Result<()> {
             let io = CompatStream::new(tcp);
             conns.push(match &connector {
                 Some(connector) => Conn::H2(h2_connect(connector, io).await?),
-                None => Conn::Ws(ws_connect(io, &o.addr).await?),
+                None => Conn::Ws(Box::new(ws_connect(io, &o.addr).await?)),
             });
         }
         if let Some(trigger) = &o.start_after {
@@ -132,7 +132,7 @@ fn main() -> std::io::Result<()> {
         for conn in conns {
             match conn {
                 Conn::H2(send) => tasks.extend(h2_streams(send, o.streams, &tally)),
-                Conn::Ws(ws) => tasks.push(ws_echoes(ws, o.size, o.depth, tally.clone())),
+                Conn::Ws(ws) => tasks.push(ws_echoes(*ws, o.size, o.depth, tally.clone())),
             }
         }
         ringway::time::sleep(Duration::from_secs_f64(o.seconds)).await;
@@ -173,7 +173,7 @@ fn connector(ca: Option<&str>) -> tokio_rustls::TlsConnector {
 /// An open connection, before its load starts.
 enum Conn {
     H2(hyper::client::conn::http2::SendRequest<Empty<Bytes>>),
-    Ws(tokio_tungstenite::WebSocketStream<CompatStream<TcpStream>>),
+    Ws(Box<tokio_tungstenite::WebSocketStream<CompatStream<TcpStream>>>),
 }
 
 /// One TLS connection speaking h2 (its connection task spawned).

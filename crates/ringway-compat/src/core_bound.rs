@@ -129,6 +129,13 @@ pub struct CoreBound<T: Unpin + 'static> {
 // `ringway::Handle` are `Send` themselves.
 unsafe impl<T: Unpin + 'static> Send for CoreBound<T> {}
 
+/// What the `Send` impl above relies on for the fields other than `T`: a drop away from
+/// home calls `Handle::spawn_on` there.
+const _: fn() = || {
+    fn send_and_sync<H: Send + Sync>() {}
+    send_and_sync::<ringway::Handle>();
+};
+
 impl<T: Unpin + 'static> CoreBound<T> {
     /// Binds `value` to the current thread. Inside a ringway runtime, a drop on another
     /// thread sends the value back to this core; outside one, it leaks it.
