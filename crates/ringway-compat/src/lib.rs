@@ -13,14 +13,25 @@
 //!   need not be `Send`), [`RingwayTimer`] (hyper's timeouts on ringway's timers), and
 //!   [`Server`], which serves a hyper or tower service (an axum `Router`) on every core
 //!   with graceful shutdown.
+//! - With `tls`: [`Server::tls`], TLS terminated by the server (rustls), HTTP/2 or
+//!   HTTP/1.1 by ALPN on one port.
+//! - [`CoreBound`]: a stream that is `Send` (what hyper's upgrades ask for) and used only
+//!   on its core, checked on every poll; `Server`'s HTTP/1.1 connections support
+//!   upgrades over it.
+//! - With `ws`: [`ws::WebSocketUpgrade`], axum's WebSocket extractor, spawning on ringway.
+//! - With `timeout`: [`timeout`], tower's and tower-http's timeout layers on ringway's
+//!   timers.
 //! - With `futures-io`: the `futures_io` traits.
 //!
 //! The crate uses tokio's I/O *traits* only: no tokio runtime runs. Libraries that
 //! call into tokio's runtime themselves (`tokio::time::sleep`, `tokio::spawn`,
-//! `tokio::net`) need it and do not work here; use ringway's equivalents.
+//! `tokio::net`, and so `tower::timeout`, tower-http's timeouts and axum's own
+//! `WebSocketUpgrade`) need it and panic here; use ringway's equivalents and the
+//! drop-ins of [`timeout`] and [`ws`] (the crate's README lists them all).
 
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 
+mod core_bound;
 mod receiver;
 mod sender;
 mod socket;
@@ -32,13 +43,22 @@ mod drain;
 mod futures_io_impl;
 #[cfg(feature = "hyper")]
 mod hyper_rt;
+#[cfg(any(feature = "tls", feature = "ws"))]
+mod io_adapter;
 #[cfg(feature = "hyper")]
 mod serve;
 #[cfg(feature = "http2")]
 mod sniff;
+#[cfg(feature = "timeout")]
+pub mod timeout;
+#[cfg(feature = "tls")]
+mod tls;
 #[cfg(feature = "tower")]
 mod tower;
+#[cfg(feature = "ws")]
+pub mod ws;
 
+pub use core_bound::CoreBound;
 pub use socket::StreamSocket;
 pub use stream::CompatStream;
 

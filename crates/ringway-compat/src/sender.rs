@@ -235,6 +235,7 @@ impl<S: StreamSocket> Outbox<S> {
 
     /// From now on the connection's owner calls [`poll_owner`](Self::poll_owner) after
     /// each poll of the connection, and `poll_flush` leaves the handing over to it.
+    #[cfg(feature = "hyper")]
     pub(crate) fn defer_to_owner(&mut self) {
         self.deferred = true;
     }
@@ -334,6 +335,7 @@ impl<S: StreamSocket> Outbox<S> {
     /// The owner's end-of-poll step ([`defer_to_owner`](Self::defer_to_owner)): hands
     /// what the poll wrote to the kernel, or, with a send still in flight, has `cx`
     /// woken when it ends. An error is kept for the stream's next write or flush.
+    #[cfg(feature = "hyper")]
     pub(crate) fn poll_owner(&mut self, cx: &mut Context<'_>) {
         if !self.closed && !self.gather.is_empty() {
             let _ = self.submit(cx, Waiter::Writer);
@@ -410,6 +412,28 @@ impl<S: StreamSocket> Outbox<S> {
         self.failed = Some(Failure::of(&e));
         self.gather = Vec::new();
         e
+    }
+}
+
+/// Ends [`Outbox::defer_to_owner`]: the connection's owner stops handing the bytes over
+/// (an upgraded connection has left it), so `poll_flush` does again, and what is
+/// gathered now goes out through the helper task.
+#[cfg(feature = "hyper")]
+pub(crate) fn end_deferral<S: StreamSocket>(link: &Link<S>) {
+    let Ok(mut outbox) = link.try_borrow_mut() else {
+        return;
+    };
+    if !outbox.deferred {
+        return;
+    }
+    outbox.deferred = false;
+    if !outbox.closed && !outbox.gather.is_empty() && outbox.failed.is_none() {
+        outbox.poke_helper();
+    }
+    let spawn = outbox.take_spawn();
+    drop(outbox);
+    if spawn {
+        spawn_helper(link.clone());
     }
 }
 

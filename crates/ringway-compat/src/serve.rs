@@ -26,11 +26,14 @@ use hyper::service::Service;
 use ringway::net::TcpListener;
 use socket2::{Domain, Socket, Type};
 
+use crate::core_bound::CoreBound;
 use crate::drain::{Ask, ConnGuard, CoreDrain, Signal};
 #[cfg(feature = "http2")]
 use crate::hyper_rt::LocalExecutor;
 use crate::hyper_rt::RingwayTimer;
-use crate::sender::Link;
+#[cfg(feature = "tls")]
+use crate::io_adapter::IoAdapter;
+use crate::sender::{end_deferral, Link};
 use crate::socket::StreamSocket;
 use crate::stream::CompatStream;
 
@@ -53,6 +56,9 @@ pub struct ServeOptions {
     pub nodelay: bool,
     /// Listen backlog per core. Default 1024.
     pub backlog: i32,
+    /// For [`Server::tls`]: how long a new connection may take to finish its TLS
+    /// handshake before it is closed. Default 10 s.
+    pub tls_handshake_timeout: Duration,
 }
 
 impl Default for ServeOptions {
@@ -72,6 +78,7 @@ impl Default for ServeOptions {
             drain_timeout: Duration::from_secs(30),
             nodelay: true,
             backlog: 1024,
+            tls_handshake_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -211,6 +218,43 @@ impl Server {
         Server::start(handle, addr, options, make_service, Protocols::Auto)
     }
 
+    /// As [`Server::http1`], over TLS: each connection's handshake is done on its core
+    /// with rustls (through tokio-rustls over the adapter), then the connection speaks
+    /// HTTP/2 if ALPN chose `h2`, and HTTP/1.1 otherwise (ALPN `http/1.1`, or none).
+    /// If `config` names no ALPN protocols, the server offers `h2` and `http/1.1`, in
+    /// that order; a configuration that names its own is used as it is. A handshake
+    /// that fails or outlasts [`ServeOptions::tls_handshake_timeout`] closes the
+    /// connection (counted in [`ServeReport::failed`]).
+    ///
+    /// HTTP/1.1 connections support upgrades (`hyper::upgrade`, WebSockets), as
+    /// with [`Server::http1`].
+    #[cfg(feature = "tls")]
+    pub fn tls<A, M, S, B>(
+        handle: &ringway::Handle,
+        addr: A,
+        options: ServeOptions,
+        config: Arc<rustls::ServerConfig>,
+        make_service: M,
+    ) -> io::Result<Server>
+    where
+        A: ToSocketAddrs,
+        M: Fn() -> S + Send + Sync + 'static,
+        S: Service<Request<Incoming>, Response = Response<B>> + Clone + 'static,
+        S::Error: Into<BoxError>,
+        S::Future: 'static,
+        B: Body + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let acceptor = tokio_rustls::TlsAcceptor::from(crate::tls::with_alpn(config));
+        Server::start(
+            handle,
+            addr,
+            options,
+            make_service,
+            Protocols::Tls(acceptor),
+        )
+    }
+
     fn start<A, M, S, B>(
         handle: &ringway::Handle,
         addr: A,
@@ -239,8 +283,12 @@ impl Server {
             .into_iter()
             .enumerate()
             .map(|(core, listener)| {
-                let (signal, make_service, options) =
-                    (signal.clone(), make_service.clone(), options.clone());
+                let (signal, make_service, options, protocols) = (
+                    signal.clone(),
+                    make_service.clone(),
+                    options.clone(),
+                    protocols.clone(),
+                );
                 handle.spawn_on(core, move || async move {
                     let listener = TcpListener::from_std(listener)?;
                     Ok(serve_core(listener, &options, make_service(), &signal, protocols).await)
@@ -371,8 +419,37 @@ where
                 Protocols::Http1 => {
                     let io = CompatStream::new(stream);
                     let link = io.defer_to_owner();
-                    let conn = options.http1.serve_connection(io, service.clone());
+                    let conn = options
+                        .http1
+                        .serve_connection(CoreBound::new(io), service.clone())
+                        .with_upgrades();
                     ringway::spawn(serve_connection(conn, link, guard, counts)).detach();
+                }
+                #[cfg(feature = "tls")]
+                Protocols::Tls(ref acceptor) => {
+                    let (options, service) = (local_options.clone(), service.clone());
+                    let acceptor = acceptor.clone();
+                    ringway::spawn(async move {
+                        let io = CompatStream::new(stream);
+                        let link = io.defer_to_owner();
+                        let timeout = options.tls_handshake_timeout;
+                        let Some(tls) =
+                            crate::tls::handshake(&acceptor, io, &link, &guard, timeout).await
+                        else {
+                            counts.failed.set(counts.failed.get() + 1);
+                            return;
+                        };
+                        let h2 = crate::tls::is_h2(&tls);
+                        let io = IoAdapter(tls);
+                        if h2 {
+                            let conn = options.http2.serve_connection(io, service);
+                            serve_connection(conn, link, guard, counts).await
+                        } else {
+                            let conn = options.http1.serve_connection(io, service).with_upgrades();
+                            serve_connection(conn, link, guard, counts).await
+                        }
+                    })
+                    .detach();
                 }
                 #[cfg(feature = "http2")]
                 Protocols::Auto => {
@@ -387,7 +464,10 @@ where
                             }
                             Some((io, false)) => {
                                 let link = io.defer_to_owner();
-                                let conn = options.http1.serve_connection(io, service);
+                                let conn = options
+                                    .http1
+                                    .serve_connection(CoreBound::new(io), service)
+                                    .with_upgrades();
                                 serve_connection(conn, link, guard, counts).await
                             }
                             None => counts.failed.set(counts.failed.get() + 1),
@@ -451,6 +531,11 @@ async fn serve_connection<C: GracefulConnection, S: StreamSocket>(
         if let Ok(mut outbox) = link.try_borrow_mut() {
             outbox.poll_owner(cx);
         }
+        if r.is_ready() {
+            // An upgraded connection lives on without this task (in whoever awaits the
+            // upgrade): its writes must go out on their own from now on.
+            end_deferral(&link);
+        }
         r
     })
     .await;
@@ -461,11 +546,13 @@ async fn serve_connection<C: GracefulConnection, S: StreamSocket>(
 }
 
 /// Which protocols a server speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone)]
 enum Protocols {
     Http1,
     #[cfg(feature = "http2")]
     Auto,
+    #[cfg(feature = "tls")]
+    Tls(tokio_rustls::TlsAcceptor),
 }
 
 /// A hyper server connection that can be asked to finish gracefully.
@@ -473,16 +560,16 @@ trait GracefulConnection: Future<Output = Result<(), hyper::Error>> {
     fn graceful_shutdown(self: std::pin::Pin<&mut Self>);
 }
 
-impl<I, S, B> GracefulConnection for http1::Connection<I, S>
+impl<I, S, B> GracefulConnection for http1::UpgradeableConnection<I, S>
 where
     S: Service<Request<Incoming>, Response = Response<B>>,
     S::Error: Into<BoxError>,
-    I: hyper::rt::Read + hyper::rt::Write + Unpin,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
     B: Body + 'static,
     B::Error: Into<BoxError>,
 {
     fn graceful_shutdown(self: std::pin::Pin<&mut Self>) {
-        http1::Connection::graceful_shutdown(self)
+        http1::UpgradeableConnection::graceful_shutdown(self)
     }
 }
 

@@ -1,6 +1,8 @@
 //! The examples run: the axum example is started as a process (on a free port) and
 //! answers its routes; the hyper hello example answers the benchmark suite's canonical
-//! response byte for byte (but the date).
+//! response byte for byte (but the date); the TLS + h2 and WebSocket examples (and their
+//! tokio peers) serve `compat_load`, the benchmark's client, which checks every
+//! response and echo.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -36,6 +38,7 @@ fn start(name: &str, args: &[&str]) -> (Child, String) {
         .last()
         .unwrap_or_default()
         .trim_start_matches("http://")
+        .trim_start_matches("https://")
         .to_string();
     assert!(addr.starts_with("127.0.0.1:"), "{name} printed {line:?}");
     (child, addr)
@@ -125,4 +128,61 @@ fn hello_examples_answer_the_canonical_response_on_both_runtimes() {
         assert!(r.ends_with("\r\n\r\nHello, World!"), "{name} {args:?}: {r}");
         stop(child);
     }
+}
+
+/// Runs `compat_load` with `args` for a fraction of a second; its request count.
+fn load(args: &[&str]) -> u64 {
+    let out = Command::new(example("compat_load"))
+        .args(args)
+        .args(["--seconds", "0.3"])
+        .output()
+        .expect("run compat_load");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "compat_load {args:?}: {text} {out:?}");
+    assert!(text.contains("errors: 0"), "compat_load {args:?}: {text}");
+    text.split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("compat_load {args:?}: {text}"))
+}
+
+#[test]
+fn tls_and_websocket_examples_serve_the_benchmark_client() {
+    let dir = std::env::temp_dir().join(format!("ringway-compat-examples-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in ["axum_tls", "axum_tls_tokio"] {
+        let cert = dir.join(format!("{name}.pem"));
+        let cert = cert.to_str().unwrap();
+        let (child, addr) = start(name, &["--bind", "127.0.0.1:0", "--cert-out", cert]);
+        let n = load(&[
+            "--mode",
+            "h2",
+            "--addr",
+            &addr,
+            "--ca",
+            cert,
+            "--connections",
+            "2",
+            "--streams",
+            "4",
+        ]);
+        assert!(n > 0, "{name}: no request completed");
+        stop(child);
+    }
+    for name in ["axum_ws", "axum_ws_tokio"] {
+        let (child, addr) = start(name, &["--bind", "127.0.0.1:0"]);
+        let n = load(&[
+            "--mode",
+            "ws",
+            "--addr",
+            &addr,
+            "--connections",
+            "4",
+            "--depth",
+            "2",
+        ]);
+        assert!(n > 0, "{name}: no message echoed");
+        stop(child);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

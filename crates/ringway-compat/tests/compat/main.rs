@@ -10,4 +10,8 @@ mod examples;
 mod http2;
 mod hyper_rt;
 mod stream;
+mod timeouts;
 mod tls;
+mod tls_server;
+mod upgrade;
+mod websocket;
