@@ -235,6 +235,8 @@ impl<S: StreamSocket> Outbox<S> {
 
     /// From now on the connection's owner calls [`poll_owner`](Self::poll_owner) after
     /// each poll of the connection, and `poll_flush` leaves the handing over to it.
+    // (Only `Server`, behind `hyper`, defers; ringway-http builds this crate without.)
+    #[cfg_attr(not(feature = "hyper"), allow(dead_code))]
     pub(crate) fn defer_to_owner(&mut self) {
         self.deferred = true;
     }
@@ -334,6 +336,8 @@ impl<S: StreamSocket> Outbox<S> {
     /// The owner's end-of-poll step ([`defer_to_owner`](Self::defer_to_owner)): hands
     /// what the poll wrote to the kernel, or, with a send still in flight, has `cx`
     /// woken when it ends. An error is kept for the stream's next write or flush.
+    // (Only `Server`, behind `hyper`, defers; ringway-http builds this crate without.)
+    #[cfg_attr(not(feature = "hyper"), allow(dead_code))]
     pub(crate) fn poll_owner(&mut self, cx: &mut Context<'_>) {
         if !self.closed && !self.gather.is_empty() {
             let _ = self.submit(cx, Waiter::Writer);

@@ -56,7 +56,7 @@ use crate::response::{
 };
 use crate::select::{race, Either};
 use crate::server_state::ServerState;
-use crate::shutdown::Watch;
+use crate::shutdown::{Watch, Watching as _};
 use crate::transport::Transport;
 use crate::view::{RequestView, ViewBody};
 
@@ -78,6 +78,17 @@ enum Batch {
     Close,
     /// Drop the connection now.
     Abort,
+}
+
+/// What the client sent that a stopping connection has not read (see
+/// [`Conn::poll_waiting`]).
+enum Waiting {
+    /// Nothing: the connection closes.
+    Nothing,
+    /// Delivered bytes, now in the input.
+    Taken,
+    /// Bytes still in the socket: the connection waits for them.
+    InSocket,
 }
 
 /// What to do after one exchange.
@@ -226,10 +237,16 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                 return true;
             };
             debug_assert_eq!(empty, self.input.is_empty());
-            let idle = empty && head_since == NO_HEAD;
+            // Whether the wait ends when the server stops: while no request is pending.
+            let mut stop_ends = empty;
             if empty && self.watch.is_down() {
-                return true;
+                match poll_fn(|cx| Poll::Ready(self.poll_waiting(cx))).await {
+                    Waiting::Nothing => return true,
+                    Waiting::Taken => continue,
+                    Waiting::InSocket => stop_ends = false,
+                }
             }
+            let idle = stop_ends && head_since == NO_HEAD;
             self.input.settle();
             let deadline = if idle {
                 now + self.shared.idle_ns
@@ -247,12 +264,12 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                 // each field apart is written, and read back, at every wait).
                 let this = &mut *self;
                 let mut now = Some(now);
-                poll_fn(move |cx| this.poll_wait(cx, empty, &mut now, deadline)).await
+                poll_fn(move |cx| this.poll_wait(cx, stop_ends, &mut now, deadline)).await
             } else {
                 // (TLS.) In a reused heap block: this future holds the transport's
                 // receive future, which would otherwise be part of every connection's
                 // state (a plain one's too: this branch is laid out for every `T`).
-                let watch = empty.then_some(&self.watch);
+                let watch = stop_ends.then_some(&self.watch);
                 let until = Until {
                     deadline,
                     send_deadline: self.send_deadline,
@@ -294,7 +311,10 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             };
             *head_since = NO_HEAD;
             self.served += 1;
-            let (info, whole) = prepare(&raw, input.len(), self.served, &self.shared, &self.watch);
+            let (mut info, whole) = prepare(&raw, input.len(), self.served, &self.shared);
+            if !info.more && self.watch.is_down() {
+                info.more = next_is_waiting(&mut self.t);
+            }
             // Run the handler: on a view of the head and body where they lie in the
             // input (the common case), or with the body streamed to it.
             let Some(n) = whole else {
@@ -364,21 +384,21 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
     }
 
     /// One poll of the wait phase for a transport that polls its receive
-    /// ([`Transport::POLL_RECV`]): input, then shutdown (if the input is `empty`), then
+    /// ([`Transport::POLL_RECV`]): input, then shutdown (if `stop_ends` the wait), then
     /// the deadline (and a background send's, once it has come). The first poll uses
     /// the caller's reading of the clock (`now`), later ones read it.
     #[inline]
     fn poll_wait(
         &mut self,
         cx: &mut Context<'_>,
-        empty: bool,
+        stop_ends: bool,
         now: &mut Option<u64>,
         deadline: u64,
     ) -> Poll<Wait> {
         match self.t.poll_recv(cx, &mut self.input) {
             Poll::Ready(r) => Poll::Ready(received(r)),
             Poll::Pending => {
-                let watch = empty.then_some(&self.watch);
+                let watch = stop_ends.then_some(&self.watch);
                 let until = Until {
                     deadline,
                     send_deadline: self.send_deadline,
@@ -395,9 +415,12 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         match wait {
             Wait::Data => None,
             Wait::SendDue => self.send_due().await,
+            // The serve loop looks at what is waiting before it closes (see
+            // `poll_waiting`).
+            Wait::Down => None,
             // The peer is done sending, maybe not reading: what was sent in the
             // background still goes out before the close.
-            Wait::Eof | Wait::Down => Some(true),
+            Wait::Eof => Some(true),
             Wait::Timeout if idle => {
                 self.shared.stats.idle_closed();
                 Some(true)
@@ -412,6 +435,28 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                 self.io_failed(&e);
                 Some(false)
             }
+        }
+    }
+
+    /// When the server stops with no request pending: what the client sent that the
+    /// connection has not read yet. Bytes the receive has delivered are taken into the
+    /// input here; bytes still in the socket are only looked at (`FIONREAD`). Either way
+    /// they reached the server before the connection closes, and are answered.
+    #[cold]
+    fn poll_waiting(&mut self, cx: &mut Context<'_>) -> Waiting {
+        let mut taken = false;
+        if T::POLL_RECV {
+            // Until the end of the input, a failed receive, or nothing more delivered.
+            while let Poll::Ready(Ok(1..)) = self.t.poll_recv(cx, &mut self.input) {
+                taken = true;
+            }
+        }
+        if taken {
+            Waiting::Taken
+        } else if self.t.bytes_waiting() {
+            Waiting::InSocket
+        } else {
+            Waiting::Nothing
         }
     }
 
@@ -828,6 +873,15 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
     }
 }
 
+impl<T: Transport, H: ViewHandler> Drop for Conn<T, H> {
+    fn drop(&mut self) {
+        // Counted once per connection, not per request: see `StatsSnapshot::requests_read`.
+        self.shared.stats.read(self.served);
+        // Counted in by the accept loop (`OpenConnections::enter`).
+        self.shared.open.leave();
+    }
+}
+
 /// What shapes the response to the request whose head `raw` is at the start of the
 /// input (`available` bytes), the connection's `served`th; and the length of its body
 /// if the body is already whole in the input (`Some(0)` without one). (Not a method:
@@ -838,21 +892,31 @@ fn prepare(
     available: usize,
     served: u64,
     shared: &ServerState,
-    watch: &Watch,
 ) -> (ReqInfo, Option<usize>) {
-    let keep_alive =
-        raw.keep_alive && served < shared.cfg.max_requests_per_connection && !watch.is_down();
-    let info = ReqInfo {
-        head: raw.is_head,
-        version: raw.version,
-        close: !keep_alive,
-    };
+    let keep_alive = raw.keep_alive && served < shared.cfg.max_requests_per_connection;
     let whole = match raw.body {
         BodyKind::None => Some(0),
         BodyKind::Length(n) if (available - raw.len) as u64 >= n => Some(n as usize),
         _ => None,
     };
+    let info = ReqInfo {
+        head: raw.is_head,
+        version: raw.version,
+        close: !keep_alive,
+        // (Known for a body whole in the input only: a streamed one is the last
+        // request a stopping server answers.)
+        more: whole.is_some_and(|n| available > raw.len + n),
+    };
     (info, whole)
+}
+
+/// Whether a stopping server's connection has the client's next request waiting in its
+/// socket (then the response to the last one read still keeps the connection open, and
+/// that request is answered too). Out of the way of the common path, which never asks.
+#[cold]
+#[inline(never)]
+fn next_is_waiting<T: Transport>(t: &mut T) -> bool {
+    t.bytes_waiting()
 }
 
 /// Runs a body that is whole in `body` (`n` bytes) through the decoder, which ends it.

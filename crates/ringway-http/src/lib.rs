@@ -50,6 +50,7 @@
 //! }
 //! ```
 
+mod accept;
 mod body;
 mod body_queue;
 mod body_reader;
