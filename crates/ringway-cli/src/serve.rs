@@ -70,6 +70,11 @@ pub(crate) struct ServeArgs {
     /// Drain deadline of the graceful shutdown in milliseconds.
     #[arg(long, default_value_t = 10_000)]
     drain_timeout_ms: u64,
+    /// Connections held open at once, on all cores together (nginx's
+    /// worker_connections): one accepted beyond it is closed at once and counted
+    /// (over_limit in the closing statistics).
+    #[arg(long, value_name = "N", default_value_t = Config::default().max_connections)]
+    max_connections: usize,
     /// Largest request body in bytes.
     #[arg(long, default_value_t = 8 << 20)]
     max_body: u64,
@@ -99,6 +104,7 @@ pub(crate) fn run(args: ServeArgs) -> io::Result<()> {
         header_timeout: Duration::from_millis(args.header_timeout_ms),
         idle_timeout: Duration::from_millis(args.idle_timeout_ms),
         drain_timeout: Duration::from_millis(args.drain_timeout_ms),
+        max_connections: args.max_connections,
         max_body_size: args.max_body,
         splice_min: if args.no_splice {
             None

@@ -1,5 +1,12 @@
-//! Graceful shutdown: a `Send` signal that reaches every core, and the per-core state
-//! its connections watch and count themselves in.
+//! Graceful drain, written once for the servers on ringway (ringway-compat's
+//! [`Server`](crate::Server) and ringway-http's): a `Send` [`Signal`] that reaches every
+//! core's accept loop, and per core a [`CoreDrain`] that the core's connections watch and
+//! count themselves in ([`ConnGuard`]), so the core knows when it has drained.
+//!
+//! The order, on each core: the accept loop sees the signal, stops accepting, asks its
+//! connections to finish ([`CoreDrain::finish`]: each answers what it has read and
+//! closes), waits until they are gone ([`CoreDrain::emptied`]) within its drain deadline,
+//! and past it may ask the rest to stop at once ([`CoreDrain::abort`]).
 
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
@@ -13,14 +20,14 @@ use slab::Slab;
 /// The cross-core half: a flag and the wakers of the cores' accept loops (one per core,
 /// so the lock is never contended on a request's path).
 #[derive(Debug, Default)]
-pub(crate) struct Signal {
+pub struct Signal {
     down: AtomicBool,
     acceptors: Mutex<Vec<Waker>>,
 }
 
 impl Signal {
     /// Raises the flag and wakes every accept loop. Idempotent.
-    pub(crate) fn raise(&self) {
+    pub fn raise(&self) {
         if self.down.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -30,12 +37,13 @@ impl Signal {
         }
     }
 
-    pub(crate) fn is_raised(&self) -> bool {
+    /// Whether the flag is raised.
+    pub fn is_raised(&self) -> bool {
         self.down.load(Ordering::SeqCst)
     }
 
     /// Ready once raised.
-    pub(crate) fn poll_raised(&self, cx: &mut Context<'_>) -> Poll<()> {
+    pub fn poll_raised(&self, cx: &mut Context<'_>) -> Poll<()> {
         if self.is_raised() {
             return Poll::Ready(());
         }
@@ -52,25 +60,43 @@ impl Signal {
     }
 }
 
-/// What one core's connections watch: `down` asks them to finish their request and
-/// close; `abort` (at the drain deadline) to stop at once.
+/// What one core's connections watch: `finish` asks them to answer what they have read
+/// and close; `abort` (at the drain deadline) to stop at once. `shared` is what the
+/// core's connections share besides (ringway-http: its responses' context), reached
+/// through their guards without a pointer more per connection.
 #[derive(Debug, Default)]
-pub(crate) struct CoreDrain {
+pub struct CoreDrain<X = ()> {
     down: Cell<bool>,
     abort: Cell<bool>,
     conns: RefCell<Slab<Option<Waker>>>,
     empty: RefCell<Option<Waker>>,
+    /// What the core's connections share besides the drain.
+    pub shared: X,
 }
 
 /// What the drain asks of a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Ask {
+pub enum Ask {
+    /// Serve on.
     Serve,
+    /// Answer what has been read, then close.
     Finish,
+    /// Stop now.
     Abort,
 }
 
-impl CoreDrain {
+impl<X> CoreDrain<X> {
+    /// A drain with `shared` for its connections.
+    pub fn new(shared: X) -> Self {
+        CoreDrain {
+            down: Cell::new(false),
+            abort: Cell::new(false),
+            conns: RefCell::new(Slab::new()),
+            empty: RefCell::new(None),
+            shared,
+        }
+    }
+
     fn wake_all(&self) {
         let wakers: Vec<Waker> = self
             .conns
@@ -84,34 +110,41 @@ impl CoreDrain {
     }
 
     /// Asks every connection to finish (graceful shutdown).
-    pub(crate) fn finish(&self) {
+    pub fn finish(&self) {
         self.down.set(true);
         self.wake_all();
     }
 
     /// Asks every connection still open to stop now.
-    pub(crate) fn abort(&self) {
+    pub fn abort(&self) {
         self.down.set(true);
         self.abort.set(true);
         self.wake_all();
     }
 
+    /// Whether [`finish`](Self::finish) (or [`abort`](Self::abort)) was asked.
+    #[inline]
+    pub fn is_finishing(&self) -> bool {
+        self.down.get()
+    }
+
     /// Counts a connection in; dropping the guard counts it out.
-    pub(crate) fn enter(self: &Rc<Self>) -> ConnGuard {
+    pub fn enter(self: &Rc<Self>) -> ConnGuard<X> {
         let key = self.conns.borrow_mut().insert(None);
         ConnGuard {
             drain: self.clone(),
             key,
+            registered: Cell::new(false),
         }
     }
 
     /// Open connections.
-    pub(crate) fn live(&self) -> usize {
+    pub fn live(&self) -> usize {
         self.conns.borrow().len()
     }
 
     /// Waits until every connection has gone.
-    pub(crate) async fn emptied(&self) {
+    pub async fn emptied(&self) {
         poll_fn(|cx| {
             if self.live() == 0 {
                 return Poll::Ready(());
@@ -125,14 +158,16 @@ impl CoreDrain {
 
 /// One open connection, counted in its core's drain.
 #[derive(Debug)]
-pub(crate) struct ConnGuard {
-    drain: Rc<CoreDrain>,
+pub struct ConnGuard<X = ()> {
+    drain: Rc<CoreDrain<X>>,
     key: usize,
+    /// Whether [`poll_ask`](Self::poll_ask) left a waker (see there).
+    registered: Cell<bool>,
 }
 
-impl ConnGuard {
+impl<X> ConnGuard<X> {
     /// What the drain asks now; registers `cx` to hear when that changes.
-    pub(crate) fn ask(&self, cx: &mut Context<'_>) -> Ask {
+    pub fn ask(&self, cx: &mut Context<'_>) -> Ask {
         if self.drain.abort.get() {
             return Ask::Abort;
         }
@@ -146,9 +181,29 @@ impl ConnGuard {
         self.current()
     }
 
+    /// [`ask`](Self::ask) for a guard polled only by its own connection's task, whose
+    /// waker does not change: the waker is left once, and while the drain asks
+    /// nothing new (only it takes the waker, after changing what it asks) later polls
+    /// read a flag and touch nothing shared.
+    #[inline]
+    pub fn poll_ask(&self, cx: &mut Context<'_>) -> Ask {
+        let now = self.current();
+        if now == Ask::Serve && self.registered.get() {
+            return now;
+        }
+        self.register(cx)
+    }
+
+    #[inline(never)]
+    fn register(&self, cx: &mut Context<'_>) -> Ask {
+        self.registered.set(true);
+        self.ask(cx)
+    }
+
     /// What the drain asks now, for a task that registered with [`ask`](Self::ask)
     /// already (and whose waker has not changed since).
-    pub(crate) fn current(&self) -> Ask {
+    #[inline]
+    pub fn current(&self) -> Ask {
         if self.drain.abort.get() {
             Ask::Abort
         } else if self.drain.down.get() {
@@ -157,9 +212,15 @@ impl ConnGuard {
             Ask::Serve
         }
     }
+
+    /// The core's drain.
+    #[inline]
+    pub fn drain(&self) -> &CoreDrain<X> {
+        &self.drain
+    }
 }
 
-impl Drop for ConnGuard {
+impl<X> Drop for ConnGuard<X> {
     fn drop(&mut self) {
         self.drain.conns.borrow_mut().try_remove(self.key);
         if self.drain.live() == 0 {
@@ -167,5 +228,56 @@ impl Drop for ConnGuard {
                 w.wake();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::task::Wake;
+
+    struct Count(std::sync::atomic::AtomicUsize);
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_guard_hears_finish_then_abort_and_counts_itself_out() {
+        let woken = Arc::new(Count(Default::default()));
+        let waker = Waker::from(woken.clone());
+        let mut cx = Context::from_waker(&waker);
+        let drain = Rc::new(CoreDrain::new(7u8));
+        let guard = drain.enter();
+        assert_eq!(drain.live(), 1);
+        assert_eq!(guard.drain().shared, 7);
+        assert_eq!(guard.poll_ask(&mut cx), Ask::Serve);
+        assert_eq!(guard.poll_ask(&mut cx), Ask::Serve);
+        drain.finish();
+        assert_eq!(woken.0.load(Ordering::SeqCst), 1, "woken once");
+        assert!(drain.is_finishing());
+        // Registered again while finishing: the abort reaches it.
+        assert_eq!(guard.poll_ask(&mut cx), Ask::Finish);
+        drain.abort();
+        assert_eq!(woken.0.load(Ordering::SeqCst), 2);
+        assert_eq!(guard.poll_ask(&mut cx), Ask::Abort);
+        drop(guard);
+        assert_eq!(drain.live(), 0);
+    }
+
+    #[test]
+    fn the_signal_wakes_an_accept_loop_once() {
+        let woken = Arc::new(Count(Default::default()));
+        let waker = Waker::from(woken.clone());
+        let mut cx = Context::from_waker(&waker);
+        let s = Signal::default();
+        assert!(s.poll_raised(&mut cx).is_pending());
+        assert!(s.poll_raised(&mut cx).is_pending());
+        s.raise();
+        s.raise();
+        assert_eq!(woken.0.load(Ordering::SeqCst), 1);
+        assert!(s.is_raised() && s.poll_raised(&mut cx).is_ready());
     }
 }

@@ -37,8 +37,8 @@ mod sender;
 mod socket;
 mod stream;
 
-#[cfg(feature = "hyper")]
-mod drain;
+// (No feature: ringway-http's server drains with it too.)
+pub mod drain;
 #[cfg(feature = "futures-io")]
 mod futures_io_impl;
 #[cfg(feature = "hyper")]

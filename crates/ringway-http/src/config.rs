@@ -29,6 +29,11 @@ pub struct Config {
     pub send_timeout: Duration,
     /// Requests served on one connection before it is closed (`Connection: close`).
     pub max_requests_per_connection: u64,
+    /// Connections the server holds open at once, on all its cores together (nginx's
+    /// `worker_connections`). A connection accepted beyond it is closed at once and
+    /// counted ([`StatsSnapshot::over_limit`](crate::StatsSnapshot::over_limit)); the
+    /// others are served on.
+    pub max_connections: usize,
     /// The `Server` header value; `None` sends none.
     pub server_name: Option<String>,
     /// Write an access log line per request (common log format) to standard output.
@@ -59,6 +64,7 @@ impl Default for Config {
             idle_timeout: Duration::from_secs(60),
             send_timeout: Duration::from_secs(30),
             max_requests_per_connection: 100_000,
+            max_connections: 65_536,
             server_name: Some("ringway".to_string()),
             access_log: false,
             drain_timeout: Duration::from_secs(10),

@@ -10,6 +10,24 @@
 //! handler reads the head where it was received, the output buffer is lent by the
 //! core's pool for as long as there is something to send, and the connection's one
 //! timer ([`Deadline`]) is left armed between requests.
+//!
+//! The phases, one function each (hyper's `proto/h1/dispatch.rs` lays its dispatcher
+//! out the same way): read heads and run handlers for every request whole in the input
+//! ([`Conn::answer_batch`]; a body that must be streamed:
+//! [`Conn::exchange_streamed`]), write the batch's responses in one send
+//! ([`Conn::try_write`]), flush a send still in flight ([`Conn::flush_at`],
+//! [`Conn::finish_sends`]), wait for input ([`Conn::poll_wait`], [`Conn::waited`]),
+//! close ([`Conn::end`]: lingering, or at once). [`Conn::serve`] runs them in a loop.
+//!
+//! The size rule. A plain connection's task is the [`Conn`] and the state of `serve`'s
+//! future, idle or not, and every line of it is read at every request: at a thousand
+//! connections each is a cache miss. So the task is kept within ten 64-byte lines
+//! (`server::tests::connection_task_size` holds it): what a request awaits on the
+//! common path (the send's start, the wait for input) is polled in `serve`'s own state
+//! through a poll function, never a future of its own; what is rare and large (a
+//! streamed exchange or body, a flush behind a send in flight, the close) runs in a
+//! heap block (`Box::pin`, or a [`FutureBox`] reused per core); and state read only
+//! sometimes is boxed (the access log) or kept in the shared [`ServerState`].
 
 use std::future::{poll_fn, Future};
 use std::io;
@@ -38,7 +56,7 @@ use crate::response::{
 };
 use crate::select::{race, Either};
 use crate::server_state::ServerState;
-use crate::shutdown::Watch;
+use crate::shutdown::{Watch, Watching as _};
 use crate::transport::Transport;
 use crate::view::{RequestView, ViewBody};
 
@@ -50,6 +68,28 @@ const NO_HEAD: u64 = u64::MAX;
 
 /// How long a closing connection reads and discards what the peer still sends.
 const LINGER_NS: u64 = 2_000_000_000;
+
+/// What the read-head and run-handler phases left the connection with.
+enum Batch {
+    /// Serve on: every request whole in the input was answered; the input is `empty`,
+    /// or holds the start of the next.
+    Open { empty: bool },
+    /// Send what is pending, then close politely.
+    Close,
+    /// Drop the connection now.
+    Abort,
+}
+
+/// What the client sent that a stopping connection has not read (see
+/// [`Conn::poll_waiting`]).
+enum Waiting {
+    /// Nothing: the connection closes.
+    Nothing,
+    /// Delivered bytes, now in the input.
+    Taken,
+    /// Bytes still in the socket: the connection waits for them.
+    InSocket,
+}
 
 /// What to do after one exchange.
 enum Step {
@@ -159,140 +199,54 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         }
     }
 
-    /// The main loop; true if the connection should be closed politely (see
-    /// [`end`](Self::end)).
+    /// Serves requests until the connection should end; true if it should end politely
+    /// (see [`end`](Self::end)). One turn of the loop is one batch, its phases in order:
+    /// read heads and run handlers for every request whole in the input
+    /// ([`answer_batch`](Self::answer_batch)), write the batch's responses in one send
+    /// ([`try_write`](Self::try_write)), wait for input ([`poll_wait`](Self::poll_wait)), and act
+    /// on what the wait gave ([`waited`](Self::waited)). Flushing a send still in flight
+    /// ([`flush`](Self::flush)) and closing ([`end`](Self::end)) are the two others.
     pub(crate) async fn serve(&mut self) -> bool {
-        // (The timeouts are read from the shared state where they are used: copies
-        // kept here would live in every connection's state, and be read back from it.)
         // The first request's head is due within the header timeout of the accept; a
         // later one within the header timeout of the moment its first bytes were seen
-        // waiting (a head that arrives whole is never waited for).
-        // (`NO_HEAD` while no head is awaited: eight bytes of every connection's state
-        // less than an `Option`.)
+        // waiting (a head that arrives whole is never waited for). (`NO_HEAD` while no
+        // head is awaited: eight bytes of every connection's state less than an
+        // `Option`. The timeouts are read from the shared state where they are used:
+        // copies kept here would live in every connection's state.)
         let mut head_since = coarse_now();
         loop {
-            let mut close = false;
-            // The requests received are served from one view of the input, and what
-            // they used is consumed once, when the batch ends (a request per receive at
-            // low load, many pipelined ones at high load).
-            let mut batch = self.input.bytes();
-            let mut used = 0;
-            // Whether the input is empty once the batch is served.
-            let empty = loop {
-                let input = &batch[used..];
-                if input.is_empty() {
-                    break true;
-                }
-                match self.decoder.decode(input, &self.shared.cfg) {
-                    Err(e) => {
-                        self.refuse(&e);
-                        close = true;
-                        break false;
-                    }
-                    Ok((_, Event::NeedMore)) => break false,
-                    Ok((_, Event::Head(raw))) => {
-                        head_since = NO_HEAD;
-                        self.served += 1;
-                        let (info, whole) =
-                            prepare(&raw, input.len(), self.served, &self.shared, &self.watch);
-                        let step = match whole {
-                            // The common case, right here (no nested future): the
-                            // handler on a view of the head and body where they lie in
-                            // the input.
-                            Some(n) => {
-                                if n > 0
-                                    && !whole_body(
-                                        &mut self.decoder,
-                                        &input[raw.len..],
-                                        n,
-                                        &self.shared,
-                                    )
-                                {
-                                    return false;
-                                }
-                                let body = ViewBody::Whole(&input[raw.len..raw.len + n]);
-                                let view = RequestView::new(input, &raw, body);
-                                let out = self.out.get_or_insert_with(PooledBuf::take);
-                                let res = Responder::new(out, info, self.watch.response_context());
-                                // Taken apart at once: only what the log and the next
-                                // step need is kept while a body streams.
-                                let Written {
-                                    status,
-                                    body_len,
-                                    close,
-                                    pending,
-                                } = self.handler.call(view, res).await;
-                                let sent = match pending {
-                                    None => body_len,
-                                    // Rare and large (splice, streamed chunks): boxed, so
-                                    // that the state every connection carries while idle
-                                    // stays small.
-                                    Some(p) => {
-                                        let sent = match Box::pin(self.send_stream(p)).await {
-                                            Some(sent) => sent,
-                                            None => return false,
-                                        };
-                                        // (Looked at again: sending does not touch it.)
-                                        batch = self.input.bytes();
-                                        sent
-                                    }
-                                };
-                                let step = self.finish(&raw, status, close, sent, &batch[used..]);
-                                used += raw.len + n;
-                                step
-                            }
-                            // Rare and large: boxed, as above. It reads the input itself.
-                            None => {
-                                self.input.consume(used);
-                                used = 0;
-                                let step = Box::pin(self.exchange_streamed(&raw, info)).await;
-                                batch = self.input.bytes();
-                                step
-                            }
-                        };
-                        match step {
-                            Step::Next => {}
-                            Step::Close => {
-                                close = true;
-                                break false;
-                            }
-                            Step::Abort => return false,
-                        }
-                    }
-                    // Bodies are read by `exchange_streamed`: the decoder is between
-                    // requests.
-                    Ok((_, Event::Data(..) | Event::BodyEnd)) => return false,
-                }
-            };
-            // (A pool buffer consumed to its end goes back to the ring here.)
-            self.input.consume(used);
+            let batch = self.answer_batch(&mut head_since).await;
+            if let Batch::Abort = batch {
+                return false;
+            }
             // One reading of the clock for the send's deadline and the wait's.
             let now = coarse_now();
-            // The batch's send: started right here when nothing is in flight (no
-            // future: its state would be part of every connection's, written at every
-            // request), else by `flush_at`, in a reused heap block.
             if self.out.as_ref().is_some_and(|b| !b.is_empty()) {
-                let started = poll_fn(|cx| {
-                    let buf = self.out.take().expect("checked above");
-                    Poll::Ready(self.t.try_send(cx, buf).map_err(|buf| self.out = Some(buf)))
-                })
-                .await;
-                let ok = match started {
-                    Ok(sent) => self.sent(Ok(sent), now + self.shared.send_ns),
-                    Err(()) => FutureBox::new(self.flush_at(now)).await,
+                // Started right here when nothing is in flight (no future: its state
+                // would be part of every connection's, written at every request), else
+                // by `flush_at`, in a reused heap block.
+                let ok = match poll_fn(|cx| Poll::Ready(self.try_write(cx))).await {
+                    Some(started) => self.sent(Ok(started), now + self.shared.send_ns),
+                    None => FutureBox::new(self.flush_at(now)).await,
                 };
                 if !ok {
                     return false;
                 }
             }
-            if close {
+            let Batch::Open { empty } = batch else {
                 return true;
-            }
+            };
             debug_assert_eq!(empty, self.input.is_empty());
-            let idle = empty && head_since == NO_HEAD;
+            // Whether the wait ends when the server stops: while no request is pending.
+            let mut stop_ends = empty;
             if empty && self.watch.is_down() {
-                return true;
+                match poll_fn(|cx| Poll::Ready(self.poll_waiting(cx))).await {
+                    Waiting::Nothing => return true,
+                    Waiting::Taken => continue,
+                    Waiting::InSocket => stop_ends = false,
+                }
             }
+            let idle = stop_ends && head_since == NO_HEAD;
             self.input.settle();
             let deadline = if idle {
                 now + self.shared.idle_ns
@@ -304,71 +258,224 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             };
             // (Settling keeps what is unconsumed: still empty or not.)
             let wait = if T::POLL_RECV {
-                // `wait_input`, polled here for the same reason as the send. The
-                // closure holds the connection by one pointer and its own values (a
-                // closure borrowing each field and local apart is written, and read
-                // back, at every wait: more of the connection's lines touched per
-                // request).
+                // Polled in this loop's own state, not by a future of its own (its
+                // state would be part of every connection's). The closure holds the
+                // connection by one pointer and its own values (a closure borrowing
+                // each field apart is written, and read back, at every wait).
                 let this = &mut *self;
                 let mut now = Some(now);
-                poll_fn(move |cx| {
-                    let watch = empty.then_some(&this.watch);
-                    let sd = this.send_deadline;
-                    let (t, input, timer) = (&mut this.t, &mut this.input, &mut this.timer);
-                    poll_wait(t, input, cx, watch, timer, &mut now, sd, deadline)
-                })
-                .await
+                poll_fn(move |cx| this.poll_wait(cx, stop_ends, &mut now, deadline)).await
             } else {
-                let watch = empty.then_some(&self.watch);
                 // (TLS.) In a reused heap block: this future holds the transport's
                 // receive future, which would otherwise be part of every connection's
                 // state (a plain one's too: this branch is laid out for every `T`).
-                let wait = wait_input(
-                    &mut self.t,
-                    &mut self.input,
-                    &mut self.timer,
-                    self.send_deadline,
-                    watch,
-                    now,
+                let watch = stop_ends.then_some(&self.watch);
+                let until = Until {
                     deadline,
-                );
-                FutureBox::new(wait).await
+                    send_deadline: self.send_deadline,
+                };
+                let (t, input, timer) = (&mut self.t, &mut self.input, &mut self.timer);
+                FutureBox::new(wait_input(t, input, timer, watch, now, until)).await
             };
-            match wait {
-                Wait::SendDue => {
-                    // Ended by now, or too slow: the peer does not take what it asked.
-                    match poll_fn(|cx| Poll::Ready(self.t.poll_flush(cx))).await {
-                        Poll::Ready(Ok(())) => self.send_deadline = None,
-                        Poll::Ready(Err(e)) => {
-                            self.io_failed(&e);
-                            return false;
-                        }
-                        Poll::Pending => {
-                            self.shared.stats.send_timeout();
-                            self.t.abort();
-                            return false;
-                        }
-                    }
+            if !matches!(wait, Wait::Data) {
+                if let Some(polite) = self.waited(wait, idle).await {
+                    return polite;
                 }
-                Wait::Data => {}
-                // The peer is done sending, maybe not reading: what was sent in the
-                // background still goes out before the close.
-                Wait::Eof => return true,
-                Wait::Down => return true,
-                Wait::Timeout if idle => {
-                    self.shared.stats.idle_closed();
-                    return true;
+            }
+        }
+    }
+
+    /// The read-head and run-handler phases for every request whole in the input, served
+    /// from one view of it; what they used is consumed once, when the batch ends (a
+    /// request per receive at low load, many pipelined ones at high load). Responses are
+    /// appended to the output, not sent. The handler's future is awaited right here (a
+    /// function of its own around it would be one more future per request).
+    async fn answer_batch(&mut self, head_since: &mut u64) -> Batch {
+        let mut batch = self.input.bytes();
+        let mut used = 0;
+        let outcome = loop {
+            let input = &batch[used..];
+            if input.is_empty() {
+                break Batch::Open { empty: true };
+            }
+            // Read a head.
+            let raw = match self.decoder.decode(input, &self.shared.cfg) {
+                Ok((_, Event::Head(raw))) => raw,
+                Ok((_, Event::NeedMore)) => break Batch::Open { empty: false },
+                Err(e) => {
+                    self.refuse(&e);
+                    break Batch::Close;
                 }
-                Wait::Timeout => {
-                    self.refuse(&HttpError::new(ErrorClass::HeaderTimeout, "head too slow"));
-                    // Rare: boxed, so that its state is not part of every connection's.
-                    let _ = Box::pin(self.flush()).await;
-                    return true;
+                // Bodies are read by `exchange_streamed`: the decoder is between requests.
+                Ok((_, Event::Data(..) | Event::BodyEnd)) => return Batch::Abort,
+            };
+            *head_since = NO_HEAD;
+            self.served += 1;
+            let (mut info, whole) = prepare(&raw, input.len(), self.served, &self.shared);
+            if !info.more && self.watch.is_down() {
+                info.more = next_is_waiting(&mut self.t);
+            }
+            // Run the handler: on a view of the head and body where they lie in the
+            // input (the common case), or with the body streamed to it.
+            let Some(n) = whole else {
+                self.input.consume(used);
+                // Rare and large: boxed, so that the state every connection carries
+                // while idle stays small. It reads the input itself.
+                match Box::pin(self.exchange_streamed(&raw, info)).await {
+                    Step::Next => {}
+                    Step::Close => return Batch::Close,
+                    Step::Abort => return Batch::Abort,
                 }
-                Wait::Failed(e) => {
-                    self.io_failed(&e);
-                    return false;
+                (batch, used) = (self.input.bytes(), 0);
+                continue;
+            };
+            if n > 0 && !whole_body(&mut self.decoder, &input[raw.len..], n, &self.shared) {
+                return Batch::Abort;
+            }
+            let view = RequestView::new(input, &raw, ViewBody::Whole(&input[raw.len..raw.len + n]));
+            let out = self.out.get_or_insert_with(PooledBuf::take);
+            let res = Responder::new(out, info, self.watch.response_context());
+            // Taken apart at once: only what the log needs is kept while a body streams.
+            let Written {
+                status,
+                body_len,
+                close,
+                pending,
+            } = self.handler.call(view, res).await;
+            let sent = match pending {
+                None => body_len,
+                // Rare and large (splice, streamed chunks): boxed, as above.
+                Some(p) => {
+                    let Some(sent) = Box::pin(self.send_stream(p)).await else {
+                        return Batch::Abort;
+                    };
+                    // (Looked at again: sending does not touch it.)
+                    batch = self.input.bytes();
+                    sent
                 }
+            };
+            let step = self.finish(&raw, status, close, sent, &batch[used..]);
+            used += raw.len + n;
+            match step {
+                Step::Next => {}
+                Step::Close => break Batch::Close,
+                Step::Abort => return Batch::Abort,
+            }
+        };
+        // (A pool buffer consumed to its end goes back to the ring here.)
+        self.input.consume(used);
+        outcome
+    }
+
+    /// The write phase: starts sending the batch's responses (the output, not empty) in
+    /// one background send, if nothing is in flight: what starting it gave. `None` (the
+    /// output kept) if a send is in flight: then [`flush_at`](Self::flush_at) waits for
+    /// it.
+    #[inline]
+    fn try_write(&mut self, cx: &mut Context<'_>) -> Option<io::Result<()>> {
+        let buf = self.out.take()?;
+        match self.t.try_send(cx, buf) {
+            Ok(started) => Some(started),
+            Err(buf) => {
+                self.out = Some(buf);
+                None
+            }
+        }
+    }
+
+    /// One poll of the wait phase for a transport that polls its receive
+    /// ([`Transport::POLL_RECV`]): input, then shutdown (if `stop_ends` the wait), then
+    /// the deadline (and a background send's, once it has come). The first poll uses
+    /// the caller's reading of the clock (`now`), later ones read it.
+    #[inline]
+    fn poll_wait(
+        &mut self,
+        cx: &mut Context<'_>,
+        stop_ends: bool,
+        now: &mut Option<u64>,
+        deadline: u64,
+    ) -> Poll<Wait> {
+        match self.t.poll_recv(cx, &mut self.input) {
+            Poll::Ready(r) => Poll::Ready(received(r)),
+            Poll::Pending => {
+                let watch = stop_ends.then_some(&self.watch);
+                let until = Until {
+                    deadline,
+                    send_deadline: self.send_deadline,
+                };
+                poll_wait_rest(cx, watch, &mut self.timer, now, until)
+            }
+        }
+    }
+
+    /// What a wait that gave no input (`wait`) means: `None` to serve on (a background
+    /// send that has ended), else whether to end politely. `idle`: no request was
+    /// pending.
+    async fn waited(&mut self, wait: Wait, idle: bool) -> Option<bool> {
+        match wait {
+            Wait::Data => None,
+            Wait::SendDue => self.send_due().await,
+            // The serve loop looks at what is waiting before it closes (see
+            // `poll_waiting`).
+            Wait::Down => None,
+            // The peer is done sending, maybe not reading: what was sent in the
+            // background still goes out before the close.
+            Wait::Eof => Some(true),
+            Wait::Timeout if idle => {
+                self.shared.stats.idle_closed();
+                Some(true)
+            }
+            Wait::Timeout => {
+                self.refuse(&HttpError::new(ErrorClass::HeaderTimeout, "head too slow"));
+                // Rare: boxed, so that its state is not part of every connection's.
+                let _ = Box::pin(self.flush()).await;
+                Some(true)
+            }
+            Wait::Failed(e) => {
+                self.io_failed(&e);
+                Some(false)
+            }
+        }
+    }
+
+    /// When the server stops with no request pending: what the client sent that the
+    /// connection has not read yet. Bytes the receive has delivered are taken into the
+    /// input here; bytes still in the socket are only looked at (`FIONREAD`). Either way
+    /// they reached the server before the connection closes, and are answered.
+    #[cold]
+    fn poll_waiting(&mut self, cx: &mut Context<'_>) -> Waiting {
+        let mut taken = false;
+        if T::POLL_RECV {
+            // Until the end of the input, a failed receive, or nothing more delivered.
+            while let Poll::Ready(Ok(1..)) = self.t.poll_recv(cx, &mut self.input) {
+                taken = true;
+            }
+        }
+        if taken {
+            Waiting::Taken
+        } else if self.t.bytes_waiting() {
+            Waiting::InSocket
+        } else {
+            Waiting::Nothing
+        }
+    }
+
+    /// The send timeout of a background send has come: ended by now (`None`: serve on),
+    /// or too slow, the peer does not take what it asked (`Some(false)`: drop it).
+    async fn send_due(&mut self) -> Option<bool> {
+        match poll_fn(|cx| Poll::Ready(self.t.poll_flush(cx))).await {
+            Poll::Ready(Ok(())) => {
+                self.send_deadline = None;
+                None
+            }
+            Poll::Ready(Err(e)) => {
+                self.io_failed(&e);
+                Some(false)
+            }
+            Poll::Pending => {
+                self.shared.stats.send_timeout();
+                self.t.abort();
+                Some(false)
             }
         }
     }
@@ -489,8 +596,22 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                 failed = Some(f);
             }
         }
+        let written = self.streamed_outcome(written, failed, mark)?;
+        Ok((written, head))
+    }
+
+    /// What a streamed exchange comes to once its body has been read to its end or
+    /// failed (`failed`): the handler's response (`written`), or, if the body's framing
+    /// failed, the error's in its place (the handler's, from `mark` in the output on, is
+    /// withdrawn: one response per request), and the connection closes.
+    fn streamed_outcome(
+        &mut self,
+        written: Option<Written>,
+        failed: Option<Fail>,
+        mark: usize,
+    ) -> Result<Written, Step> {
         match (written, failed) {
-            (Some(w), None) => Ok((w, head)),
+            (Some(w), None) => Ok(w),
             (_, Some(Fail::Http(e))) => {
                 // The handler's response (whole, or a head whose streamed body is
                 // dropped here) is withdrawn: the error's is the only one.
@@ -731,14 +852,17 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         while discarded < 1 << 20 {
             self.input.clear();
             let now = coarse_now();
+            let until = Until {
+                deadline,
+                send_deadline: None,
+            };
             let wait = wait_input(
                 &mut self.t,
                 &mut self.input,
                 &mut self.timer,
                 None,
-                None,
                 now,
-                deadline,
+                until,
             );
             match wait.await {
                 Wait::Data => discarded += self.input.bytes().len(),
@@ -746,6 +870,15 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             }
         }
         self.input.clear();
+    }
+}
+
+impl<T: Transport, H: ViewHandler> Drop for Conn<T, H> {
+    fn drop(&mut self) {
+        // Counted once per connection, not per request: see `StatsSnapshot::requests_read`.
+        self.shared.stats.read(self.served);
+        // Counted in by the accept loop (`OpenConnections::enter`).
+        self.shared.open.leave();
     }
 }
 
@@ -759,21 +892,31 @@ fn prepare(
     available: usize,
     served: u64,
     shared: &ServerState,
-    watch: &Watch,
 ) -> (ReqInfo, Option<usize>) {
-    let keep_alive =
-        raw.keep_alive && served < shared.cfg.max_requests_per_connection && !watch.is_down();
-    let info = ReqInfo {
-        head: raw.is_head,
-        version: raw.version,
-        close: !keep_alive,
-    };
+    let keep_alive = raw.keep_alive && served < shared.cfg.max_requests_per_connection;
     let whole = match raw.body {
         BodyKind::None => Some(0),
         BodyKind::Length(n) if (available - raw.len) as u64 >= n => Some(n as usize),
         _ => None,
     };
+    let info = ReqInfo {
+        head: raw.is_head,
+        version: raw.version,
+        close: !keep_alive,
+        // (Known for a body whole in the input only: a streamed one is the last
+        // request a stopping server answers.)
+        more: whole.is_some_and(|n| available > raw.len + n),
+    };
     (info, whole)
+}
+
+/// Whether a stopping server's connection has the client's next request waiting in its
+/// socket (then the response to the last one read still keeps the connection open, and
+/// that request is answered too). Out of the way of the common path, which never asks.
+#[cold]
+#[inline(never)]
+fn next_is_waiting<T: Transport>(t: &mut T) -> bool {
+    t.bytes_waiting()
 }
 
 /// Runs a body that is whole in `body` (`n` bytes) through the decoder, which ends it.
@@ -845,25 +988,36 @@ fn received(r: io::Result<usize>) -> Wait {
     }
 }
 
+/// When a wait for input ends without input.
+#[derive(Clone, Copy)]
+struct Until {
+    /// The wait's own deadline (on the coarse clock).
+    deadline: u64,
+    /// While a background send may be in flight: when it must have ended. Looked at only
+    /// once it has come (looking registers for the send's end: a wake-up nobody needs
+    /// otherwise).
+    send_deadline: Option<u64>,
+}
+
 /// The rest of one poll of a wait for input once the receive is pending: shutdown
-/// (with a `watch`), then the deadline (and a background send's, once it has come).
-/// The first poll uses the caller's reading of the clock (`now`), later ones read it.
+/// (with a `watch`), then the deadlines. The first poll uses the caller's reading of
+/// the clock (`now`), later ones read it.
 #[inline]
 fn poll_wait_rest(
     cx: &mut Context<'_>,
     watch: Option<&Watch>,
     timer: &mut Deadline,
     now: &mut Option<u64>,
-    send_deadline: Option<u64>,
-    deadline: u64,
+    until: Until,
 ) -> Poll<Wait> {
     if watch.is_some_and(|w| w.poll_down(cx).is_ready()) {
         return Poll::Ready(Wait::Down);
     }
     let now = now.take().unwrap_or_else(coarse_now);
-    // A background send in flight has its own deadline; it is looked at only once
-    // that has come (looking registers for its end: a wake-up nobody needs
-    // otherwise).
+    let Until {
+        deadline,
+        send_deadline,
+    } = until;
     let wait_for = send_deadline.map_or(deadline, |s| s.min(deadline));
     match timer.poll_timer(cx, now, wait_for) {
         Poll::Pending => Poll::Pending,
@@ -872,48 +1026,30 @@ fn poll_wait_rest(
     }
 }
 
-/// One poll of [`wait_input`] for a transport that polls its receive
-/// ([`Transport::POLL_RECV`]): the receive, then [`poll_wait_rest`]. (A plain function
-/// polled by a `poll_fn` in the caller's state, for the reason [`BatchSend`] is.)
-#[inline]
-#[allow(clippy::too_many_arguments)]
-fn poll_wait<T: Transport>(
-    t: &mut T,
-    input: &mut Input,
-    cx: &mut Context<'_>,
-    watch: Option<&Watch>,
-    timer: &mut Deadline,
-    now: &mut Option<u64>,
-    send_deadline: Option<u64>,
-    deadline: u64,
-) -> Poll<Wait> {
-    match t.poll_recv(cx, input) {
-        Poll::Ready(r) => Poll::Ready(received(r)),
-        Poll::Pending => poll_wait_rest(cx, watch, timer, now, send_deadline, deadline),
-    }
-}
-
-/// Waits for input until `deadline` (on the coarse clock; `now` read just before) and,
-/// with a `watch`, until shutdown begins. One poll function for the three, so a wake-up
-/// costs one poll of each, not a stack of futures.
+/// Waits for input until `until` (`now`: the coarse clock, read just before) and, with
+/// a `watch`, until shutdown begins. One poll function for the three, so a wake-up
+/// costs one poll of each, not a stack of futures. (The serve loop of a transport that
+/// polls its receive polls [`Conn::poll_wait`] instead, in its own state.)
 async fn wait_input<T: Transport>(
     t: &mut T,
     input: &mut Input,
     timer: &mut Deadline,
-    send_deadline: Option<u64>,
     watch: Option<&Watch>,
     now: u64,
-    deadline: u64,
+    until: Until,
 ) -> Wait {
     let mut now = Some(now);
     if T::POLL_RECV {
-        let sd = send_deadline;
-        return poll_fn(|cx| poll_wait(t, input, cx, watch, timer, &mut now, sd, deadline)).await;
+        return poll_fn(|cx| match t.poll_recv(cx, input) {
+            Poll::Ready(r) => Poll::Ready(received(r)),
+            Poll::Pending => poll_wait_rest(cx, watch, timer, &mut now, until),
+        })
+        .await;
     }
     let mut recv = pin!(t.recv(input));
     poll_fn(|cx| match recv.as_mut().poll(cx) {
         Poll::Ready(r) => Poll::Ready(received(r)),
-        Poll::Pending => poll_wait_rest(cx, watch, timer, &mut now, send_deadline, deadline),
+        Poll::Pending => poll_wait_rest(cx, watch, timer, &mut now, until),
     })
     .await
 }
@@ -980,7 +1116,11 @@ impl<T: Transport> BodyIo<'_, T> {
         self.input.settle();
         let now = coarse_now();
         let deadline = now + nanos(self.shared.cfg.body_timeout);
-        match wait_input(self.t, self.input, self.timer, None, None, now, deadline).await {
+        let until = Until {
+            deadline,
+            send_deadline: None,
+        };
+        match wait_input(self.t, self.input, self.timer, None, now, until).await {
             Wait::Data => Ok(()),
             // No send deadline was given, so none is due.
             Wait::Eof | Wait::Down | Wait::SendDue => Err(Fail::Abort),

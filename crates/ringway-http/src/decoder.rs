@@ -1,6 +1,6 @@
 //! The sans-IO request decoder: the heads and bodies of one connection's requests, from
 //! the bytes as they arrive, without I/O. The server's connection loop serves with it;
-//! [`crate::decode::decode_stream`], the property tests and the fuzz target drive the
+//! [`crate::whole_buffer::decode_stream`], the property tests and the fuzz target drive the
 //! very same code, so what is tested is what serves.
 //!
 //! Feeding it is the caller's job: pass the unconsumed input, act on the event, consume

@@ -50,16 +50,17 @@
 //! }
 //! ```
 
+mod accept;
 mod body;
 mod body_queue;
 mod body_reader;
 mod buffers;
 pub mod chunked;
+pub mod client;
 mod config;
 mod conn;
 mod date;
 mod deadline;
-pub mod decode;
 pub mod decoder;
 mod error;
 pub mod files;
@@ -83,6 +84,7 @@ pub mod tls;
 mod token;
 mod transport;
 mod view;
+pub mod whole_buffer;
 
 pub use body::{Body, BodyStream, FnStream};
 pub use buffers::buffers_in_use;

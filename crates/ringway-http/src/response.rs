@@ -38,6 +38,19 @@ pub(crate) struct ReqInfo {
     pub version: Version,
     /// The connection closes after this response.
     pub close: bool,
+    /// More of the client's input follows this request (the next request, or its
+    /// start): if the server is stopping, this response still keeps the connection
+    /// open, so that the requests it has read are all answered.
+    pub more: bool,
+}
+
+impl ReqInfo {
+    /// Whether the connection closes after this response: asked for, or the server is
+    /// stopping and no request follows this one.
+    #[inline]
+    pub(crate) fn closes(&self, context: &ResponseContext) -> bool {
+        self.close || (context.down.get() && !self.more)
+    }
 }
 
 /// What every response of one server on one core shares.
@@ -236,7 +249,7 @@ impl<'a> Responder<'a> {
     /// Whether the connection closes after this response (the client asked for it,
     /// the server is shutting down, or the connection served its limit of requests).
     pub fn closes(&self) -> bool {
-        self.slot.info.close || self.slot.context.down.get()
+        self.slot.info.closes(self.slot.context)
     }
 
     /// Writes a whole `http` response. Its field map is kept by the core for the next
@@ -347,7 +360,7 @@ fn end_head(s: &mut Slot<'_>, framing: Option<StreamFraming>) -> bool {
     /// `connection: keep-alive` CR LF CR LF.
     const MOST: usize = 16 + 20 + 2 + 26;
     let out = &mut *s.out;
-    let mut close = s.info.close || s.context.down.get();
+    let mut close = s.info.closes(s.context);
     if framing == Some(StreamFraming::Close) {
         close = true;
     }
@@ -384,7 +397,7 @@ fn end_head(s: &mut Slot<'_>, framing: Option<StreamFraming>) -> bool {
 #[inline]
 fn end_bare(s: &mut Slot<'_>) -> bool {
     let out = &mut *s.out;
-    let close = s.info.close || s.context.down.get();
+    let close = s.info.closes(s.context);
     if close {
         out.extend_from_slice(b"connection: close\r\n\r\n");
     } else if s.info.version == Version::HTTP_10 {
@@ -671,6 +684,7 @@ mod tests {
             head,
             version,
             close,
+            more: false,
         }
     }
 

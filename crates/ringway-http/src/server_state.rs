@@ -1,11 +1,12 @@
 //! What every core of one server shares, read-only or atomic: the server's
-//! configuration, its counters, its access log and its shutdown flag. The server
+//! configuration, its counters, its open connections, its access log and its shutdown
+//! flag. The server
 //! (`server.rs`) makes it once; every connection (`conn.rs`) reads it.
 
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::accept::OpenConnections;
 use crate::config::Config;
 use crate::log::AccessLog;
 use crate::stats::Stats;
@@ -30,8 +31,8 @@ pub(crate) struct ServerState {
     pub(crate) send_ns: u64,
     /// The access log, when it is on.
     pub(crate) log: Option<Arc<AccessLog>>,
-    /// The server's id in each core's shutdown registry.
-    pub(crate) id: u64,
-    /// Set once the graceful shutdown has started (by any thread).
-    pub(crate) global: Arc<AtomicBool>,
+    /// Raised once the graceful shutdown has started (by any thread).
+    pub(crate) signal: Arc<ringway_compat::drain::Signal>,
+    /// The connections open on every core, against `cfg.max_connections`.
+    pub(crate) open: OpenConnections,
 }

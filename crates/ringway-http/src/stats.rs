@@ -9,6 +9,7 @@ use crate::error::ErrorClass;
 #[derive(Debug, Default)]
 pub struct Stats {
     requests: AtomicU64,
+    requests_read: AtomicU64,
     connections: AtomicU64,
     errors: [AtomicU64; 9],
     idle_closed: AtomicU64,
@@ -16,6 +17,7 @@ pub struct Stats {
     io_errors: AtomicU64,
     tls_errors: AtomicU64,
     accept_errors: AtomicU64,
+    over_limit: AtomicU64,
     spliced_bytes: AtomicU64,
     log_dropped: AtomicU64,
 }
@@ -25,6 +27,10 @@ pub struct Stats {
 pub struct StatsSnapshot {
     /// Requests answered by the handler.
     pub requests: u64,
+    /// Request heads read, counted when their connection ends: each gets one response
+    /// (its handler's, counted in `requests`, or an error's if its body went bad), so
+    /// after a graceful stop with no error the two are equal.
+    pub requests_read: u64,
     /// Connections accepted.
     pub connections: u64,
     /// Refused requests, by class.
@@ -39,6 +45,9 @@ pub struct StatsSnapshot {
     pub tls_errors: u64,
     /// Failed accepts (EMFILE and the like).
     pub accept_errors: u64,
+    /// Connections closed at once because the server had
+    /// [`Config::max_connections`](crate::Config::max_connections) open already.
+    pub over_limit: u64,
     /// Body bytes sent with `splice` (file -> pipe -> socket).
     pub spliced_bytes: u64,
     /// Access log lines dropped because the log's sink did not keep up (a stalled or
@@ -59,6 +68,12 @@ impl StatsSnapshot {
 impl Stats {
     pub(crate) fn request(&self) {
         self.requests.fetch_add(1, Relaxed);
+    }
+    pub(crate) fn read(&self, n: u64) {
+        self.requests_read.fetch_add(n, Relaxed);
+    }
+    pub(crate) fn over_limit(&self) {
+        self.over_limit.fetch_add(1, Relaxed);
     }
     pub(crate) fn connection(&self) {
         self.connections.fetch_add(1, Relaxed);
@@ -92,6 +107,7 @@ impl Stats {
     pub fn snapshot(&self) -> StatsSnapshot {
         StatsSnapshot {
             requests: self.requests.load(Relaxed),
+            requests_read: self.requests_read.load(Relaxed),
             connections: self.connections.load(Relaxed),
             errors: ErrorClass::ALL
                 .iter()
@@ -102,6 +118,7 @@ impl Stats {
             io_errors: self.io_errors.load(Relaxed),
             tls_errors: self.tls_errors.load(Relaxed),
             accept_errors: self.accept_errors.load(Relaxed),
+            over_limit: self.over_limit.load(Relaxed),
             spliced_bytes: self.spliced_bytes.load(Relaxed),
             log_dropped: self.log_dropped.load(Relaxed),
         }
@@ -112,8 +129,8 @@ impl fmt::Display for StatsSnapshot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "requests {} connections {}",
-            self.requests, self.connections
+            "requests {} read {} connections {}",
+            self.requests, self.requests_read, self.connections
         )?;
         for (c, n) in &self.errors {
             if *n > 0 {
@@ -126,6 +143,7 @@ impl fmt::Display for StatsSnapshot {
             ("io_errors", self.io_errors),
             ("tls_errors", self.tls_errors),
             ("accept_errors", self.accept_errors),
+            ("over_limit", self.over_limit),
             ("spliced_bytes", self.spliced_bytes),
             ("log_dropped", self.log_dropped),
         ] {

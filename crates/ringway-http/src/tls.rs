@@ -7,6 +7,7 @@
 
 use std::future::Future;
 use std::io::{self, BufRead as _, Write as _};
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -140,6 +141,11 @@ impl Transport for Tls {
 
     fn abort(&self) {
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
+    }
+
+    fn bytes_waiting(&mut self) -> bool {
+        let plain = self.conn.reader().fill_buf().is_ok_and(|b| !b.is_empty());
+        plain || crate::transport::socket_has_input(self.stream.as_raw_fd())
     }
 
     async fn close_write(&mut self) {

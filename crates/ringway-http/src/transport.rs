@@ -58,6 +58,19 @@ pub(crate) trait Transport {
     fn splice_target(&self) -> Option<RawFd> {
         None
     }
+    /// Whether the peer sent bytes that no receive has delivered yet (still in the
+    /// socket, or decrypted and not yet read). Asked only when the server stops: a
+    /// request waiting there is answered before the connection closes.
+    fn bytes_waiting(&mut self) -> bool;
+}
+
+/// Whether bytes wait in the receive queue of socket `fd` (`FIONREAD`).
+pub(crate) fn socket_has_input(fd: RawFd) -> bool {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one `c_int` through its argument, which points at `n`,
+    // alive for the call; an fd that is not a socket fails with an error, not a write.
+    let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
+    r == 0 && n > 0
 }
 
 /// Plain TCP.
@@ -130,5 +143,9 @@ impl Transport for Tcp {
 
     fn splice_target(&self) -> Option<RawFd> {
         Some(self.stream.as_raw_fd())
+    }
+
+    fn bytes_waiting(&mut self) -> bool {
+        socket_has_input(self.stream.as_raw_fd())
     }
 }

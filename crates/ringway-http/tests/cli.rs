@@ -19,20 +19,41 @@ struct Served {
 }
 
 fn serve(args: &[&str]) -> Served {
+    serve_limited(args, None)
+}
+
+/// [`serve`], with at most `nofile` descriptors open in the server (`RLIMIT_NOFILE`).
+fn serve_limited(args: &[&str], nofile: Option<u64>) -> Served {
     // Two cores unless the test says otherwise.
     let threads: &[&str] = if args.contains(&"--threads") {
         &[]
     } else {
         &["--threads", "2"]
     };
-    let mut child = Command::new(ringway_bin())
-        .args(["serve", "--bind", "127.0.0.1:0"])
+    let mut cmd = Command::new(ringway_bin());
+    cmd.args(["serve", "--bind", "127.0.0.1:0"])
         .args(threads)
         .args(args)
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ringway serve");
+        .stderr(Stdio::piped());
+    if let Some(n) = nofile {
+        use std::os::unix::process::CommandExt as _;
+        // SAFETY: the closure runs in the child between fork and exec and calls only
+        // setrlimit, which is async-signal-safe; `lim` lives on its own stack.
+        unsafe {
+            cmd.pre_exec(move || {
+                let lim = libc::rlimit {
+                    rlim_cur: n,
+                    rlim_max: n,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let mut child = cmd.spawn().expect("spawn ringway serve");
     let mut line = String::new();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     stdout.read_line(&mut line).unwrap();
@@ -350,4 +371,103 @@ fn a_bad_chunked_body_gets_one_response_in_every_mode() {
         stop(s);
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// At the descriptor limit accepting fails (EMFILE): the server backs off, serves on,
+/// and says so once per episode of failures, with how many accepts it refused (it said
+/// so 7 times in one 15-second flood, each time "once per run").
+#[test]
+fn emfile_is_reported_once_per_episode_with_its_count() {
+    let s = serve_limited(&["--hello", "--threads", "1", "--no-access-log"], Some(48));
+    let flood = |addr: &str| {
+        // Far more connections than the server has descriptors: the rest wait in the
+        // backlog while accepting fails, then are accepted as the first ones close.
+        let conns: Vec<TcpStream> = (0..120)
+            .map(|_| TcpStream::connect(addr).unwrap())
+            .collect();
+        std::thread::sleep(Duration::from_millis(600));
+        drop(conns);
+    };
+    flood(&s.addr);
+    // The episode ends after a quiet second: then its warning.
+    std::thread::sleep(Duration::from_millis(2_000));
+    // Served on.
+    let r = get(
+        &s.addr,
+        "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+    );
+    assert!(r.ends_with("Hello, World!"), "{r}");
+    flood(&s.addr);
+    std::thread::sleep(Duration::from_millis(2_000));
+    let (err, _) = stop(s);
+    let warnings: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("accept refused"))
+        .collect();
+    assert_eq!(warnings.len(), 2, "one warning per episode: {err}");
+    let mut refused = 0;
+    for w in &warnings {
+        let n: u64 = w
+            .split("accept refused ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no count in {w:?}"));
+        assert!(n >= 5, "a 600 ms flood refuses accepts every 20 ms: {w}");
+        assert!(w.contains("Too many open files"), "{w}");
+        refused += n;
+    }
+    let accept_errors: u64 = err
+        .split("accept_errors ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no accept_errors in {err}"));
+    assert_eq!(refused, accept_errors, "{err}");
+}
+
+/// `--max-connections`: a connection beyond it is closed at once and counted.
+#[test]
+fn max_connections_flag() {
+    let s = serve(&[
+        "--hello",
+        "--threads",
+        "1",
+        "--no-access-log",
+        "--max-connections",
+        "2",
+    ]);
+    let mut held: Vec<TcpStream> = (0..2)
+        .map(|_| TcpStream::connect(&s.addr).unwrap())
+        .collect();
+    for c in &mut held {
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+        let mut buf = [0u8; 512];
+        let n = c.read(&mut buf).unwrap();
+        assert!(buf[..n].ends_with(b"Hello, World!"));
+    }
+    let mut third = TcpStream::connect(&s.addr).unwrap();
+    third
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let _ = third.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    let mut buf = [0u8; 512];
+    match third.read(&mut buf) {
+        Ok(0) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        other => panic!("the third connection got {other:?}"),
+    }
+    drop(held);
+    let (err, _) = stop(s);
+    assert!(err.contains("over_limit 1"), "{err}");
+    let bad = run_bounded(
+        &["serve", "--max-connections", "many"],
+        Duration::from_secs(20),
+    );
+    assert!(
+        !bad.0.success() && bad.1.contains("--max-connections"),
+        "{}",
+        bad.1
+    );
 }

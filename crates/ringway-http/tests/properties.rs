@@ -7,7 +7,7 @@
 //!   one was sent, and decode the same whole or in pieces.
 
 use proptest::prelude::*;
-use ringway_http::decode::decode_stream;
+use ringway_http::whole_buffer::decode_stream;
 use ringway_http::{Config, Event, RequestDecoder};
 
 #[derive(Debug, Clone)]

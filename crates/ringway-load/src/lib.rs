@@ -50,7 +50,6 @@
 //! println!("{}", report.to_text());
 //! ```
 
-pub mod chunked;
 pub mod cli;
 pub mod config;
 pub mod conn;
@@ -60,7 +59,6 @@ mod limits;
 mod progress;
 pub mod report;
 pub mod request;
-pub mod response;
 pub mod rng;
 pub mod stats;
 pub mod target;

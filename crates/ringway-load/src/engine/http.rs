@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::core_phase::CorePhase;
 use crate::conn::Conn;
 use crate::error::RequestFailure;
-use crate::response::{CompleteResponse, ResponseParser};
+use ringway_http::client::{CompleteResponse, ResponseParser};
 
 /// How an exchange ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,16 +1,24 @@
-//! Response framing: where one HTTP/1.1 response ends and the next begins.
+//! The client codec: where one HTTP/1.1 response ends and the next begins, for clients
+//! on the ringway runtime (ringway-load's connections read their responses with it).
 //!
 //! The head is parsed with `httparse`; the body is framed by the rules of RFC 9112 §6.3,
 //! in order: no body for HEAD, 1xx, 204 and 304; chunked when `Transfer-Encoding` ends in
-//! `chunked`; `Content-Length` (all copies must agree); otherwise the body runs to the
-//! end of the connection. A response is never recognised by matching bytes at its end.
+//! `chunked` (decoded by the server's own [`ChunkedDecoder`]: one chunked decoder in the
+//! project, strict the same way both ways); `Content-Length` (all copies must agree);
+//! otherwise the body runs to the end of the connection. A response is never recognised
+//! by matching bytes at its end.
 
 use std::mem::MaybeUninit;
 
-use crate::chunked::ChunkedDecoder;
+use crate::chunked::{ChunkedDecoder, Decoded};
+use crate::framing::parse_length;
 
 /// Largest response head accepted.
 pub const MAX_HEAD: usize = 64 * 1024;
+
+/// Largest chunk-extension section and trailer section accepted in a chunked body
+/// (generous: a client takes what a server sends, within bounds).
+const MAX_CHUNK_META: usize = 64 * 1024;
 
 /// Why a response could not be framed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,12 +97,12 @@ impl ResponseParser {
                 *left == 0
             }
             Body::Chunked(d) => {
-                let (expect, matched) = (&self.expect, &mut self.matched);
-                used += d
-                    .feed(rest, |data| check(expect, matched, data))
-                    .map_err(|e| FramingError(format!("chunked body: {}", e.0)))?;
-                done.body_len = d.body_len();
-                d.is_done()
+                let (n, ended) = feed_chunked(d, rest, |data| {
+                    check(&self.expect, &mut self.matched, data);
+                    done.body_len += data.len() as u64;
+                })?;
+                used += n;
+                ended
             }
             Body::UntilClose => {
                 check(&self.expect, &mut self.matched, rest);
@@ -176,7 +184,7 @@ impl ResponseParser {
                 }
                 if h.name.eq_ignore_ascii_case("content-length") {
                     for part in h.value.split(|&b| b == b',') {
-                        let l = parse_length(part.trim_ascii()).ok_or_else(|| {
+                        let l = parse_length(part.trim_ascii()).map_err(|_| {
                             FramingError(format!(
                                 "bad Content-Length {:?}",
                                 String::from_utf8_lossy(h.value)
@@ -208,7 +216,7 @@ impl ResponseParser {
             let body = if no_body {
                 Body::Fixed(0)
             } else if te && chunked {
-                Body::Chunked(ChunkedDecoder::new())
+                Body::Chunked(ChunkedDecoder::new(MAX_CHUNK_META, MAX_CHUNK_META))
             } else if te {
                 // A transfer coding we cannot frame: the body runs to the close.
                 Body::UntilClose
@@ -234,17 +242,25 @@ impl ResponseParser {
     }
 }
 
-/// A Content-Length value: ASCII digits only, no sign, no overflow.
-fn parse_length(v: &[u8]) -> Option<u64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.iter().try_fold(0u64, |acc, &b| {
-        if !b.is_ascii_digit() {
-            return None;
+/// Decodes what `input` holds of a chunked body, handing its data to `data`: the bytes
+/// used (all of them unless the body ended inside `input`) and whether it ended.
+fn feed_chunked(
+    d: &mut ChunkedDecoder,
+    input: &[u8],
+    mut data: impl FnMut(&[u8]),
+) -> Result<(usize, bool), FramingError> {
+    let mut used = 0;
+    loop {
+        let (n, what) = d
+            .decode(&input[used..])
+            .map_err(|e| FramingError(format!("chunked body: {e}")))?;
+        match what {
+            Decoded::Data(a, b) => data(&input[used + a..used + b]),
+            Decoded::Done => return Ok((used + n, true)),
+            Decoded::NeedMore => return Ok((used + n, false)),
         }
-        acc.checked_mul(10)?.checked_add(u64::from(b - b'0'))
-    })
+        used += n;
+    }
 }
 
 fn check(expect: &Option<std::rc::Rc<[u8]>>, matched: &mut Option<usize>, data: &[u8]) {
@@ -357,5 +373,45 @@ HTTP/1.1 200 OK\r\n\r\ntill the end";
         p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabc", false)
             .unwrap();
         assert!(p.eof().is_err());
+    }
+
+    #[test]
+    fn chunked_bodies_in_any_pieces_and_strictly() {
+        let body = b"5;ext=1\r\nhello\r\n1A\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nX-T: 1\r\n\r\n";
+        let mut wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        wire.extend_from_slice(body);
+        wire.extend_from_slice(b"HTTP/1.1 204 No Content\r\n\r\n");
+        for piece in 1..=wire.len() {
+            let got = parse_all(
+                &wire,
+                piece,
+                false,
+                Some(b"helloabcdefghijklmnopqrstuvwxyz"),
+            );
+            assert_eq!(got.len(), 2, "piece {piece}");
+            assert_eq!(
+                (got[0].body_len, got[0].body_ok),
+                (31, Some(true)),
+                "piece {piece}"
+            );
+        }
+        for bad in [
+            &b"x\r\n"[..],
+            b"5\nhello\r\n",
+            b"5\r\nhelloXX",
+            b"ffffffffffffffffff\r\n",
+            b"0\r\nX-T: 1\n",
+            b"-5\r\nhello\r\n",
+        ] {
+            let mut p = ResponseParser::new(None);
+            let mut wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+            wire.extend_from_slice(bad);
+            let e = p.feed(&wire, false).unwrap_err();
+            assert!(
+                e.0.starts_with("chunked body"),
+                "{:?}: {e:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
     }
 }
