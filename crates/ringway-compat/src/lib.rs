@@ -37,8 +37,6 @@ mod sender;
 mod socket;
 mod stream;
 
-// (No feature: ringway-http's server drains with it too.)
-pub mod drain;
 #[cfg(feature = "futures-io")]
 mod futures_io_impl;
 #[cfg(feature = "hyper")]

@@ -27,7 +27,6 @@ use ringway::net::TcpListener;
 use socket2::{Domain, Socket, Type};
 
 use crate::core_bound::CoreBound;
-use crate::drain::{Ask, ConnGuard, CoreDrain, Signal};
 #[cfg(feature = "http2")]
 use crate::hyper_rt::LocalExecutor;
 use crate::hyper_rt::RingwayTimer;
@@ -36,6 +35,7 @@ use crate::io_adapter::IoAdapter;
 use crate::sender::{end_deferral, Link};
 use crate::socket::StreamSocket;
 use crate::stream::CompatStream;
+use ringway::sync::drain::{Ask, ConnGuard, CoreDrain, Signal};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

@@ -11,9 +11,9 @@ use std::pin::pin;
 use std::task::{ready, Poll};
 use std::time::Duration;
 
-use crate::drain::{Ask, ConnGuard};
 use crate::socket::StreamSocket;
 use crate::stream::CompatStream;
+use ringway::sync::drain::{Ask, ConnGuard};
 
 /// What an HTTP/2 client sends first (RFC 9113, section 3.4).
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";

@@ -17,9 +17,9 @@ use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
 use crate::core_bound::CoreBound;
-use crate::drain::{Ask, ConnGuard};
 use crate::sender::Link;
 use crate::stream::CompatStream;
+use ringway::sync::drain::{Ask, ConnGuard};
 
 /// The TLS stream a TLS connection is served over.
 pub(crate) type ServerTls = TlsStream<CoreBound<CompatStream<TcpStream>>>;

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ringway::net::{bind_per_core, ListenOptions, TcpListener, TcpStream};
+use ringway::sync::drain::Signal;
 use ringway::time::{sleep, sleep_until, timeout};
 use ringway::{JoinHandle, Runtime};
-use ringway_compat::drain::Signal;
 
 use crate::accept::{OpenConnections, Refusals, BACKOFF};
 use crate::config::Config;

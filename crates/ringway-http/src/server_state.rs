@@ -32,7 +32,7 @@ pub(crate) struct ServerState {
     /// The access log, when it is on.
     pub(crate) log: Option<Arc<AccessLog>>,
     /// Raised once the graceful shutdown has started (by any thread).
-    pub(crate) signal: Arc<ringway_compat::drain::Signal>,
+    pub(crate) signal: Arc<ringway::sync::drain::Signal>,
     /// The connections open on every core, against `cfg.max_connections`.
     pub(crate) open: OpenConnections,
 }

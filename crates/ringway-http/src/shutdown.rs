@@ -1,6 +1,6 @@
 //! Graceful shutdown: the [`ShutdownHandle`] that starts it from any thread, and what a
-//! connection reads of it. The drain itself is ringway-compat's ([`ringway_compat::drain`],
-//! which its hyper server drains with too): the handle raises a [`Signal`] that wakes
+//! connection reads of it. The drain itself is the runtime's
+//! ([`ringway::sync::drain`], which ringway-compat's hyper server drains with too): the handle raises a [`Signal`] that wakes
 //! every core's accept loop; the loop stops accepting and asks its core's connections
 //! to finish ([`CoreDrain::finish`]); each connection, counted in by its [`Watch`],
 //! answers what it has read and closes.
@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use ringway_compat::drain::{Ask, ConnGuard, CoreDrain, Signal};
+use ringway::sync::drain::{Ask, ConnGuard, CoreDrain, Signal};
 
 use crate::response::ResponseContext;
 

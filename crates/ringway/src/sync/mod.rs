@@ -13,6 +13,9 @@
 //! through `Rc` or a reference, and cannot be handed to another core by mistake. Each
 //! serves its waiters in the order they came, and each may be held across `.await`.
 //!
+//! **Graceful drain** ([`drain`]): the shutdown of a server on every core, written once
+//! for ringway-http's and ringway-compat's servers.
+//!
 //! **Runtime-agnostic crates work too.** ringway's wakers are ordinary `std::task`
 //! wakers, so channels and combinators written against `std::future` alone run
 //! unchanged: `tokio::sync` (its channels, `Mutex`, `Semaphore`, `Notify`; the `sync`
@@ -21,6 +24,7 @@
 //! What needs tokio's *runtime* (its timers, `tokio::spawn`, its I/O types) does not:
 //! see `ringway-compat` for those.
 
+pub mod drain;
 mod error;
 pub mod mpsc;
 mod mutex;

@@ -1,5 +1,5 @@
-//! Graceful drain, written once for the servers on ringway (ringway-compat's
-//! [`Server`](crate::Server) and ringway-http's): a `Send` [`Signal`] that reaches every
+//! Graceful drain, written once for the servers on ringway (ringway-compat's `Server`
+//! and ringway-http's): a `Send` [`Signal`] that reaches every
 //! core's accept loop, and per core a [`CoreDrain`] that the core's connections watch and
 //! count themselves in ([`ConnGuard`]), so the core knows when it has drained.
 //!
