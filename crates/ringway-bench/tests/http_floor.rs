@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::Duration;
 
-use ringway_bench::canned::{App, Canned, DATE_LEN};
+use ringway_bench::peers::canned::{App, Canned, DATE_LEN};
 
 /// The floor on a free port, killed (by its pid) when dropped.
 struct Floor {

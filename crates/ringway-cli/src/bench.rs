@@ -82,7 +82,7 @@ pub(crate) struct BenchArgs {
 pub(crate) fn run(args: BenchArgs) -> io::Result<()> {
     let bin_dir = match args.bin_dir {
         Some(d) => d,
-        None => suite::peers::exe_dir()?,
+        None => suite::registry::exe_dir()?,
     };
     let mut o = Options::defaults(bin_dir);
     o.peers = args.peers;

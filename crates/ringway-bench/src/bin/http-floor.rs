@@ -2,7 +2,7 @@
 //!
 //! No runtime, no futures, no parsing, no allocation per request: it counts complete
 //! request heads (`\r\n\r\n`) and answers each with the canned response of
-//! [`ringway_bench::canned`] (the bytes `ringway serve --hello` sends, or with
+//! [`ringway_bench::peers::canned`] (the bytes `ringway serve --hello` sends, or with
 //! `--app body` those of `ringway serve --static` for the nuclei body; `Date` refreshed
 //! once per second). It is the physical limit a runtime's HTTP overhead is measured
 //! against, and uses the fast path the design asks of every io_uring driver:
@@ -29,10 +29,10 @@ use std::os::fd::AsRawFd;
 
 use clap::Parser;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
-use ringway_bench::canned::{App, Canned};
-use ringway_bench::floor_ring::{set_nodelay, BufRing, Sq};
-use ringway_bench::heads::HeadCounter;
-use ringway_bench::listen::bind_listener;
+use ringway_bench::peers::canned::{App, Canned};
+use ringway_bench::peers::floor_ring::{set_nodelay, BufRing, Sq};
+use ringway_bench::peers::heads::HeadCounter;
+use ringway_bench::peers::listen::bind_listener;
 
 /// Submission queue entries.
 const SQ_ENTRIES: u32 = 1024;

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats::summarize;
+use crate::measure::stats::summarize;
 
 /// The peer every ratio is taken against.
 pub const RINGWAY: &str = "ringway-uring";
