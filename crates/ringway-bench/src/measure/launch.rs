@@ -44,6 +44,9 @@ pub struct LaunchSpec {
     /// Files written before each start, with `{port}` replaced in their text (a
     /// generated configuration that names the port, as nginx's does).
     pub files: Vec<(PathBuf, String)>,
+    /// A command the server runs under (`ip netns exec NS` puts it in another network
+    /// namespace); empty: none.
+    pub prefix: Vec<String>,
 }
 
 impl LaunchSpec {
@@ -55,15 +58,17 @@ impl LaunchSpec {
             cwd: None,
             ready: Ready::ListeningLine,
             files: Vec::new(),
+            prefix: Vec::new(),
         }
     }
 
-    /// The command line for `port`.
+    /// The command line for `port`, under the prefix.
     pub fn command(&self, port: u16) -> Vec<String> {
         let port = port.to_string();
-        self.argv
+        self.prefix
             .iter()
-            .map(|a| a.replace("{port}", &port))
+            .cloned()
+            .chain(self.argv.iter().map(|a| a.replace("{port}", &port)))
             .collect()
     }
 }

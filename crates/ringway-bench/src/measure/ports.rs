@@ -11,8 +11,12 @@ use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener};
 
 /// Returns a TCP port on 127.0.0.1 that was free at the time of the call.
+/// In a network namespace whose `127.0.0.1` is elsewhere (`--net veth`: the client's
+/// namespace reaches the server's `127.0.0.1` across a veth) the port comes from the
+/// unspecified address instead.
 pub fn pick_free_port() -> io::Result<u16> {
-    let listener = TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))?;
+    let listener = TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))
+        .or_else(|_| TcpListener::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)))?;
     Ok(listener.local_addr()?.port())
 }
 

@@ -29,7 +29,7 @@ use std::time::Instant;
 pub use options::{Options, Outcome};
 pub use progress::Progress;
 
-use crate::suite::report::{compare, html, terminal};
+use crate::suite::report::{compare, headline, html, terminal};
 use crate::suite::results::Results;
 use crate::suite::sequence::Sequence;
 
@@ -53,7 +53,14 @@ fn write_outputs(opts: &Options, results: Results) -> Result<Outcome, String> {
         None => Vec::new(),
     };
     let json = opts.out.join("results.json");
-    let text = serde_json::to_string_pretty(&results).map_err(|e| e.to_string())?;
+    // results.json carries the headline's verdicts beside what they were made from.
+    let mut value = serde_json::to_value(&results).map_err(|e| e.to_string())?;
+    if let Some(map) = value.as_object_mut() {
+        let headline =
+            serde_json::to_value(headline::headlines(&results)).map_err(|e| e.to_string())?;
+        map.insert("headline".into(), headline);
+    }
+    let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
     std::fs::write(&json, text + "\n").map_err(|e| format!("{}: {e}", json.display()))?;
     let html = opts.out.join("report.html");
     std::fs::write(&html, html::render(&results, &changes))

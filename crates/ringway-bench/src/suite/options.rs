@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use crate::suite::results::Results;
+use crate::suite::scenarios::Net;
 use crate::suite::setup;
 
 /// Everything a run can be asked.
@@ -23,14 +24,19 @@ pub struct Options {
     pub rounds: usize,
     /// Output directory (results.json, report.html).
     pub out: PathBuf,
-    /// Count user-space instructions per request under callgrind.
+    /// Count user-space instructions per request under callgrind, every peer.
     pub instructions: bool,
+    /// Count the headline's instructions (ringway, the best peer, the floor of S5, S7,
+    /// S8) where valgrind is installed: the counted evidence beside the timed.
+    pub counted: bool,
     /// Record this peer under `perf record` and put its flamegraph in the report.
     pub profile: Option<String>,
     /// The variant the profile runs (default S5 c50, else the first selected).
     pub profile_scenario: Option<String>,
     /// An earlier results.json to compare with.
     pub compare: Option<PathBuf>,
+    /// Loopback, a veth pair between two namespaces, or both side by side.
+    pub net: Net,
     /// Server CPU list (`taskset -c`).
     pub server_cpus: String,
     /// Client CPU list.
@@ -57,14 +63,16 @@ impl Options {
             peers: None,
             scenarios: None,
             full: false,
-            duration: 0.5,
+            duration: 0.3,
             warmup: 0.25,
-            rounds: 3,
+            rounds: 5,
             out: PathBuf::from("target/bench"),
             instructions: false,
+            counted: true,
             profile: None,
             profile_scenario: None,
             compare: None,
+            net: Net::Loopback,
             server_cpus,
             client_cpus,
             clean_share: 0.9,

@@ -4,10 +4,14 @@
 //! rounds: instructions under callgrind and a flamegraph
 //! ([`Sequence::count_and_profile`]).
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
+use crate::measure::netns::Veth;
+use crate::measure::stalls::StallWatch;
 use crate::peers::canned::App;
 use crate::suite::meta;
 use crate::suite::options::Options;
@@ -16,8 +20,8 @@ use crate::suite::registry::{self, Launch, LaunchCtx, PeerSpec, Service};
 use crate::suite::results::{fill_ratios, Meta, PeerInfo, Results};
 use crate::suite::run::env::VariantEnv;
 use crate::suite::run::variant::{self, run_variant, VariantOutcome};
-use crate::suite::run::{callgrind, idle, open_loop, profile};
-use crate::suite::scenarios::{self, Shape, Variant};
+use crate::suite::run::{callgrind, capacity, idle, open_loop, profile};
+use crate::suite::scenarios::{self, Net, Shape, Variant, VETH_SUFFIX};
 use crate::suite::setup;
 
 /// Everything a run decided before its first round.
@@ -35,8 +39,12 @@ pub(super) struct Sequence<'a> {
     progress: Progress,
     profile: Option<String>,
     instructions: bool,
+    /// Count the headline's instructions (valgrind is here and not turned off).
+    counted: bool,
     /// The scratch directory, removed when the run is over.
     pub(super) work_dir: PathBuf,
+    /// The veth pair of `--net veth` or `both` (removed when the run is over).
+    veth: RefCell<Option<Veth>>,
 }
 
 impl<'a> Sequence<'a> {
@@ -46,7 +54,14 @@ impl<'a> Sequence<'a> {
         let registry = registry::registry();
         let mut selected = registry::select(&registry, opts.peers.as_deref())?;
         let catalogue = scenarios::catalogue();
-        let variants = scenarios::select(&catalogue, opts.scenarios.as_deref(), opts.full)?;
+        let variants = scenarios::on_net(
+            scenarios::select(&catalogue, opts.scenarios.as_deref(), opts.full)?,
+            opts.net,
+        );
+        let veth = match opts.net {
+            Net::Loopback => None,
+            Net::Veth | Net::Both => Some(Veth::create()?),
+        };
         let ringway = opts.bin_dir.join("ringway");
         if !ringway.is_file() {
             return Err(format!(
@@ -64,21 +79,10 @@ impl<'a> Sequence<'a> {
             opts.instructions,
         );
         record_options(&mut meta, opts);
-        let ctx = launch_ctx(opts, &scratch, &variants);
-        let env = VariantEnv {
-            ringway,
-            server_cpus: opts.server_cpus.clone(),
-            client_cpus: opts.client_cpus.clone(),
-            duration: opts.duration,
-            warmup: opts.warmup,
-            rounds: opts.rounds,
-            clean_share: opts.clean_share,
-            syscalls: opts.syscalls && found.perf,
-            work_dir: scratch.work_dir.clone(),
-            open_loop_base: None,
-            bin_dir: opts.bin_dir.clone(),
-            wrk: opts.wrk && found.wrk,
-        };
+        let mut ctx = launch_ctx(opts, &scratch, &variants);
+        ctx.s15_modules = s15_modules(&variants);
+        let env = variant_env(opts, ringway, &scratch, &found);
+        let env = watch_stalls(env, &mut meta);
         // Without --peers, a default peer that has no server for any selected variant (the
         // Python loops outside S14, nginx in an echo-only run) is left out of the run
         // instead of listed with nothing measured.
@@ -96,7 +100,10 @@ impl<'a> Sequence<'a> {
         );
         let total: u64 = variants
             .iter()
-            .map(|v| variant::steps(&env, v, selected.len()))
+            .map(|v| match v.shape {
+                Shape::Capacity { .. } => capacity::steps(selected.len()),
+                _ => variant::steps(&env, v, selected.len()),
+            })
             .sum();
         Ok(Sequence {
             opts,
@@ -110,7 +117,9 @@ impl<'a> Sequence<'a> {
             progress: Progress::new(total, opts.progress),
             profile: found.profile,
             instructions: found.instructions,
+            counted: opts.counted && found.valgrind,
             work_dir: scratch.work_dir,
+            veth: RefCell::new(veth),
         })
     }
 
@@ -124,7 +133,9 @@ impl<'a> Sequence<'a> {
         let mut open_loop_base = None;
         let mut warmups = BTreeMap::new();
         for v in &self.variants {
-            if matches!(v.shape, Shape::Open { .. }) && env.open_loop_base.is_none() {
+            if matches!(v.shape, Shape::Open { .. } | Shape::Capacity { .. })
+                && env.open_loop_base.is_none()
+            {
                 let base = open_loop::base(&results.rows, &warmups)
                     .or_else(|| open_loop::probe(&env, &self.selected, &self.ctx, &self.progress));
                 env.open_loop_base = base.as_ref().map(|b| b.0);
@@ -140,16 +151,35 @@ impl<'a> Sequence<'a> {
         results
     }
 
-    /// One variant, with its progress lines.
+    /// One variant, with its progress lines; a veth variant with the harness in the
+    /// client's namespace and the servers in the server's.
     fn measure_one(&self, env: &VariantEnv, v: &Variant) -> VariantOutcome {
         self.progress.println(format!("== {}: {}", v.id(), v.title));
         let started = Instant::now();
-        let outcome = if matches!(v.shape, Shape::Idle { .. }) {
-            idle::run(env, v, &self.selected, &self.ctx, &self.progress)
-        } else {
-            run_variant(env, v, &self.selected, &self.ctx, &self.progress)
+        let mut ctx = self.ctx.clone();
+        let mut veth = self.veth.borrow_mut();
+        let over_veth = v.name.ends_with(VETH_SUFFIX);
+        if let (true, Some(veth)) = (over_veth, veth.as_mut()) {
+            if let Err(e) = veth.enter_client() {
+                self.progress.println(format!("  {}: {e}", v.id()));
+                return VariantOutcome::default();
+            }
+            ctx.server_prefix = veth.server_prefix();
+        }
+        let outcome = match v.shape {
+            Shape::Idle { .. } => idle::run(env, v, &self.selected, &ctx, &self.progress),
+            Shape::Capacity { .. } => capacity::run(env, v, &self.selected, &ctx, &self.progress),
+            _ => run_variant(env, v, &self.selected, &ctx, &self.progress),
         };
-        let rows = variant::rows(v, &self.selected, &outcome);
+        if let (true, Some(veth)) = (over_veth, veth.as_mut()) {
+            if let Err(e) = veth.leave() {
+                self.progress.println(format!("  leaving the veth: {e}"));
+            }
+        }
+        let rows = match v.shape {
+            Shape::Capacity { .. } => Vec::new(),
+            _ => variant::rows(v, &self.selected, &outcome),
+        };
         for r in &rows {
             self.progress.println(format!(
                 "  {:<19} {:>9} req/s  {:>7} µs/req CPU  p99 {:>6.0} µs  {}/{} clean",
@@ -174,6 +204,9 @@ impl<'a> Sequence<'a> {
                 let hello = match v.service {
                     Service::Http(app) => app == App::Hello,
                     Service::Python(server) => server.is_http(),
+                    Service::Asgi(endpoint) => {
+                        endpoint == crate::suite::registry::Endpoint::Plaintext
+                    }
                     _ => false,
                 };
                 if hello {
@@ -192,7 +225,12 @@ impl<'a> Sequence<'a> {
     /// `--instructions` and `--profile`, after the rounds; then the final ratios.
     pub(super) fn count_and_profile(&self, results: &mut Results) -> Result<(), String> {
         let open_loop_base = results.meta.open_loop_base.clone();
-        if self.instructions {
+        let whom = if self.instructions {
+            Some(callgrind::Whom::All)
+        } else {
+            self.counted.then_some(callgrind::Whom::Headline)
+        };
+        if let Some(whom) = whom {
             callgrind::count_all(
                 &self.env,
                 &self.variants,
@@ -200,6 +238,7 @@ impl<'a> Sequence<'a> {
                 &self.ctx,
                 &mut results.rows,
                 &self.progress,
+                whom,
             );
         }
         if let Some(peer) = &self.profile {
@@ -224,6 +263,64 @@ impl<'a> Sequence<'a> {
     }
 }
 
+/// The measuring environment of every variant.
+fn variant_env(
+    opts: &Options,
+    ringway: PathBuf,
+    scratch: &setup::Scratch,
+    found: &setup::Found,
+) -> VariantEnv {
+    VariantEnv {
+        ringway,
+        server_cpus: opts.server_cpus.clone(),
+        client_cpus: opts.client_cpus.clone(),
+        duration: opts.duration,
+        warmup: opts.warmup,
+        rounds: opts.rounds,
+        clean_share: opts.clean_share,
+        syscalls: opts.syscalls && found.perf,
+        work_dir: scratch.work_dir.clone(),
+        open_loop_base: None,
+        bin_dir: opts.bin_dir.clone(),
+        wrk: opts.wrk && found.wrk,
+        stalls: None,
+        watched_cpus: Vec::new(),
+    }
+}
+
+/// S15's Python environment, made if a variant needs it: the modules that import there.
+fn s15_modules(variants: &[Variant]) -> Option<Vec<String>> {
+    if !variants.iter().any(|v| v.scenario == "S15") {
+        return None;
+    }
+    match registry::frameworks::ensure_env(&|line| eprintln!("ringway bench: {line}")) {
+        Ok(modules) => Some(modules),
+        Err(e) => {
+            eprintln!(
+                "ringway bench: S15's Python environment could not be made ({e}); its peers are unavailable"
+            );
+            None
+        }
+    }
+}
+
+/// Starts the host-stall sleepers on the server's and the client's CPUs and records
+/// how they run in `meta`.
+fn watch_stalls(mut env: VariantEnv, meta: &mut Meta) -> VariantEnv {
+    let mut cpus = registry::nginx::cpu_list(&env.server_cpus);
+    for c in registry::nginx::cpu_list(&env.client_cpus) {
+        if !cpus.contains(&c) {
+            cpus.push(c);
+        }
+    }
+    let watch = StallWatch::start(&cpus);
+    meta.stall_watch_fifo = watch.fifo;
+    meta.stall_threshold_ms = watch.threshold.as_secs_f64() * 1e3;
+    env.stalls = Some(Arc::new(watch));
+    env.watched_cpus = cpus;
+    env
+}
+
 /// Where the peers run: binaries, scratch, server cores, the largest connection count.
 fn launch_ctx(opts: &Options, scratch: &setup::Scratch, variants: &[Variant]) -> LaunchCtx {
     LaunchCtx {
@@ -238,6 +335,8 @@ fn launch_ctx(opts: &Options, scratch: &setup::Scratch, variants: &[Variant]) ->
             .map(|v| v.shape.connections())
             .max()
             .unwrap_or(50),
+        s15_modules: None,
+        server_prefix: Vec::new(),
     }
 }
 
@@ -250,6 +349,12 @@ fn record_options(meta: &mut Meta, opts: &Options) {
     meta.rounds = opts.rounds;
     meta.clean_share = opts.clean_share;
     meta.command = opts.command.clone();
+    meta.net = match opts.net {
+        Net::Loopback => "loopback",
+        Net::Veth => "a veth pair between two network namespaces",
+        Net::Both => "loopback, and a veth pair between two network namespaces (variants @veth)",
+    }
+    .into();
 }
 
 /// What the report says about a peer of the run.

@@ -55,6 +55,8 @@ pub struct Found {
     pub wrk: bool,
     /// `--instructions` asked for and valgrind here.
     pub instructions: bool,
+    /// valgrind and callgrind_control are here.
+    pub valgrind: bool,
     /// `--profile PEER` asked for and perf here.
     pub profile: Option<String>,
 }
@@ -95,6 +97,7 @@ pub fn report_tools(
         perf: present("perf"),
         wrk: present("wrk"),
         instructions,
+        valgrind: present("valgrind") && present("callgrind_control"),
         profile,
     }
 }
@@ -227,7 +230,11 @@ pub fn tools() -> Vec<Tool> {
             "syscalls per request and --profile",
             "apt-get install linux-perf",
         ),
-        t("valgrind", "--instructions", "apt-get install valgrind"),
+        t(
+            "valgrind",
+            "instructions per request (the headline's counted evidence, --instructions)",
+            "apt-get install valgrind",
+        ),
         t(
             "callgrind_control",
             "--instructions",

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::measure::launch::{LaunchSpec, Ready};
 use crate::peers::canned::App;
+use crate::suite::registry::frameworks::{self, Server};
 use crate::suite::registry::nginx;
 use crate::suite::registry::python::{self, PyLoop};
 use crate::suite::registry::spec::{Deviation, HttpWork, Launch, LaunchCtx, PeerSpec, Service};
@@ -60,7 +61,9 @@ fn ringway(ctx: &LaunchCtx, service: Service, backend: &str) -> Launch {
             None => return Launch::Unavailable("no TLS certificate was made".into()),
         },
         Service::Echo => format!("echo {common}"),
-        Service::Python(_) => return Launch::NotApplicable("not a Python loop"),
+        Service::Python(_) | Service::Asgi(_) => {
+            return Launch::NotApplicable("not a Python server")
+        }
     };
     own_binary(ctx, "ringway", &args, "ringway-cli")
 }
@@ -79,7 +82,7 @@ fn raw_http(ctx: &LaunchCtx, service: Service, bin: &str, extra: &str) -> Launch
         ),
         Service::Tls => Launch::NotApplicable("no TLS server"),
         Service::Echo => Launch::NotApplicable("no echo server"),
-        Service::Python(_) => Launch::NotApplicable("not a Python loop"),
+        Service::Python(_) | Service::Asgi(_) => Launch::NotApplicable("not a Python server"),
     }
 }
 
@@ -100,6 +103,7 @@ pub fn registry() -> Vec<PeerSpec> {
     all.extend(runtimes());
     all.extend(parsers_and_floor());
     all.extend(python_loops());
+    all.extend(python_frameworks());
     all
 }
 
@@ -244,7 +248,7 @@ fn parsers_and_floor() -> Vec<PeerSpec> {
         },
         PeerSpec {
             name: "floor",
-            about: "the floor: one thread straight on the io-uring crate, no runtime, no allocation per request",
+            about: "the floor: one thread straight on the io-uring crate, no runtime, no allocation per request (TLS: rustls with ringway's configuration)",
             http: HttpWork::CountsHeads,
             deviations: &[],
             default: true,
@@ -256,7 +260,19 @@ fn parsers_and_floor() -> Vec<PeerSpec> {
                         &format!("{BIND} --app {}", app_arg(app)),
                         "ringway-bench",
                     ),
-                    Service::Tls => Launch::NotApplicable("no TLS server"),
+                    Service::Tls => match &ctx.tls {
+                        Some((cert, key)) => own_binary(
+                            ctx,
+                            "http-floor",
+                            &format!(
+                                "{BIND} --app hello --tls-cert {} --tls-key {}",
+                                cert.display(),
+                                key.display()
+                            ),
+                            "ringway-bench",
+                        ),
+                        None => Launch::Unavailable("no TLS certificate was made".into()),
+                    },
                     _ => Launch::NotApplicable("no such server"),
                 };
                 echo_or(ctx, s, Some(("echo-floor", "")), http)
@@ -301,6 +317,87 @@ fn python_loops() -> Vec<PeerSpec> {
             default: true,
             launch: |_, s| python::launch(s, PyLoop::Rloop),
         },
+    ]
+}
+
+/// The registry's peers: the Python frameworks of S15 (uvicorn on each loop, aiohttp
+/// on each loop, granian).
+fn python_frameworks() -> Vec<PeerSpec> {
+    macro_rules! framework {
+        ($name:literal, $about:literal, $server:ident, $loop:literal) => {
+            PeerSpec {
+                name: $name,
+                about: $about,
+                http: HttpWork::Parses,
+                deviations: &[],
+                default: true,
+                launch: |ctx, s| {
+                    frameworks::launch(s, Server::$server, $loop, ctx.s15_modules.as_deref())
+                },
+            }
+        };
+    }
+    vec![
+        framework!(
+            "uvicorn-ringway",
+            "uvicorn (httptools) + the ASGI app on ringway's asyncio loop (S15)",
+            Uvicorn,
+            "ringway"
+        ),
+        framework!(
+            "uvicorn-uvloop",
+            "uvicorn (httptools) + the ASGI app on uvloop (S15)",
+            Uvicorn,
+            "uvloop"
+        ),
+        framework!(
+            "uvicorn-rloop",
+            "uvicorn (httptools) + the ASGI app on rloop (S15)",
+            Uvicorn,
+            "rloop"
+        ),
+        framework!(
+            "uvicorn-asyncio",
+            "uvicorn (httptools) + the ASGI app on stock asyncio (S15)",
+            Uvicorn,
+            "asyncio"
+        ),
+        framework!(
+            "aiohttp-ringway",
+            "aiohttp's server, the same two endpoints, on ringway's loop (S15)",
+            Aiohttp,
+            "ringway"
+        ),
+        framework!(
+            "aiohttp-uvloop",
+            "aiohttp's server on uvloop (S15)",
+            Aiohttp,
+            "uvloop"
+        ),
+        framework!(
+            "aiohttp-rloop",
+            "aiohttp's server on rloop (S15)",
+            Aiohttp,
+            "rloop"
+        ),
+        framework!(
+            "aiohttp-asyncio",
+            "aiohttp's server on stock asyncio (S15)",
+            Aiohttp,
+            "asyncio"
+        ),
+        framework!(
+            "granian",
+            "granian (Rust, tokio) serving the ASGI app, its default loop (S15)",
+            Granian,
+            "auto"
+        ),
+        framework!(
+            "granian-uvloop",
+            "granian serving the ASGI app on uvloop (S15)",
+            Granian,
+            "uvloop"
+        ),
     ]
 }
 
@@ -364,6 +461,8 @@ mod tests {
             static_dir: PathBuf::from("/tmp/w/static"),
             tls: None,
             max_connections: 1000,
+            s15_modules: None,
+            server_prefix: Vec::new(),
         }
     }
 

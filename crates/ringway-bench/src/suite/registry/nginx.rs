@@ -1,6 +1,6 @@
 //! nginx as a peer: the system's nginx with a configuration generated per run.
 //!
-//! The configuration follows benchmarks.md: `worker_processes` = server cores, each
+//! The configuration follows `docs/benchmarks.md`: `worker_processes` = server cores, each
 //! worker pinned (`worker_cpu_affinity`, and the whole process tree by `taskset`),
 //! `access_log off`, `keepalive_requests` raised so no connection is closed under load,
 //! a listen `backlog` at least the largest connection count, `return 200 "Hello,
@@ -154,8 +154,8 @@ pub fn launch(ctx: &LaunchCtx, service: Service) -> Launch {
     if service == Service::Echo {
         return Launch::NotApplicable("no echo server (nginx-light has no stream module)");
     }
-    if let Service::Python(_) = service {
-        return Launch::NotApplicable("not a Python loop");
+    if let Service::Python(_) | Service::Asgi(_) = service {
+        return Launch::NotApplicable("not a Python server");
     }
     let Some(nginx) = find() else {
         return Launch::Unavailable(
@@ -166,7 +166,7 @@ pub fn launch(ctx: &LaunchCtx, service: Service) -> Launch {
         Service::Http(App::Hello) => "hello",
         Service::Http(App::Body) => "body",
         Service::Tls => "tls",
-        Service::Echo | Service::Python(_) => unreachable!("handled above"),
+        Service::Echo | Service::Python(_) | Service::Asgi(_) => unreachable!("handled above"),
     };
     let prefix = ctx.work_dir.join(format!("nginx-{tag}"));
     if let Err(e) = std::fs::create_dir_all(&prefix) {
@@ -205,6 +205,8 @@ mod tests {
             static_dir: PathBuf::from("/w/static"),
             tls: Some((PathBuf::from("/w/cert.pem"), PathBuf::from("/w/key.pem"))),
             max_connections: 1000,
+            s15_modules: None,
+            server_prefix: Vec::new(),
         }
     }
 

@@ -20,6 +20,9 @@ pub enum Service {
     Echo,
     /// One of the Python servers of S14 (only the Python peers have them).
     Python(PyServer),
+    /// S15's ASGI app (or its aiohttp twin) at one endpoint (only the Python
+    /// frameworks have it).
+    Asgi(Endpoint),
 }
 
 /// How a peer treats HTTP: the report says which peers do the work of parsing.
@@ -48,6 +51,11 @@ pub struct LaunchCtx {
     pub tls: Option<(PathBuf, PathBuf)>,
     /// The largest connection count of the run (for backlogs and connection limits).
     pub max_connections: usize,
+    /// The modules that import in S15's Python environment (`None`: not made).
+    pub s15_modules: Option<Vec<String>>,
+    /// The command every server runs under (`ip netns exec NS` over a veth); empty on
+    /// loopback.
+    pub server_prefix: Vec<String>,
 }
 
 impl LaunchCtx {
@@ -146,5 +154,40 @@ impl PyServer {
     /// `true` when clients speak HTTP to it (else it echoes).
     pub fn is_http(self) -> bool {
         self == PyServer::TwoWriteHttp
+    }
+}
+
+/// An endpoint of S15's app (`crates/ringway-bench/python/serve.py`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Endpoint {
+    /// `GET /plaintext`: `Hello, World!` as `text/plain`.
+    Plaintext,
+    /// `GET /json`: `{"message":"Hello, World!"}` as `application/json`.
+    Json,
+}
+
+impl Endpoint {
+    /// The request path.
+    pub fn path(self) -> &'static str {
+        match self {
+            Endpoint::Plaintext => "/plaintext",
+            Endpoint::Json => "/json",
+        }
+    }
+
+    /// The body every server must send.
+    pub fn body(self) -> &'static [u8] {
+        match self {
+            Endpoint::Plaintext => b"Hello, World!",
+            Endpoint::Json => br#"{"message":"Hello, World!"}"#,
+        }
+    }
+
+    /// The content type it must carry (parameters may follow).
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Endpoint::Plaintext => "text/plain",
+            Endpoint::Json => "application/json",
+        }
     }
 }

@@ -1,16 +1,23 @@
-//! The headline of a run: per scenario variant, ringway/uring against the best peer on
-//! the figure that scenario exists to show, and where ringway loses, by how much.
+//! The headline of a run: per scenario variant, ringway against the best other peer on
+//! the figure that scenario exists to show, with a verdict that says only what the
+//! rounds support ([`crate::suite::report::verdict`]): ahead, behind, or level within
+//! noise, from the interval of the paired rounds, and which kind of evidence it rests
+//! on.
 //!
 //! The figure is the one the goals of the suite name: p99 latency in S1 and S9 (lower
-//! is better), server CPU per request in S5 and S7 (lower is better: without
-//! pipelining the client saturates first, so req/s there measures the client) and S14
-//! (the Python loops, where the reference is ringway's loop, `py-ringway`), req/s
-//! elsewhere (higher is better). The floor is a physical limit, not a competitor: the
-//! best *peer* excludes it, and ringway's distance to the floor is given beside.
+//! is better; from rounds without a host stall only), server CPU per request in S5, S7,
+//! S14 and S15 (lower is better: without pipelining the client saturates first, so
+//! req/s there measures the client), req/s elsewhere (higher is better). The reference
+//! is ringway/uring, ringway's Python loop in S14 (`py-ringway`), uvicorn on it in S15
+//! (`uvicorn-ringway`). The floor is a physical limit, not a competitor: the best
+//! *peer* excludes it, and ringway's distance to the floor is given beside.
 
 use serde::Serialize;
 
-use crate::suite::results::{reference_peer, Results, Row};
+use crate::suite::report::verdict::{
+    counted, overall, paired, Call, Counted, Evidence, Paired, Pairing, Usable,
+};
+use crate::suite::results::{reference_peer, Results, Round, Row};
 
 /// The floor's name in the registry.
 pub const FLOOR: &str = "floor";
@@ -22,7 +29,7 @@ pub enum Figure {
     Rps,
     /// Server CPU µs per request (lower is better).
     CpuPerReq,
-    /// p99 latency µs (lower is better).
+    /// p99 latency µs of the rounds without a host stall (lower is better).
     P99,
 }
 
@@ -31,17 +38,34 @@ impl Figure {
     pub fn of(scenario: &str) -> Figure {
         match scenario {
             "S1" | "S9" => Figure::P99,
-            "S5" | "S7" | "S14" => Figure::CpuPerReq,
+            "S5" | "S7" | "S14" | "S15" => Figure::CpuPerReq,
             _ => Figure::Rps,
         }
     }
 
-    /// Its value in `row`.
+    /// Its value in `row` (p99: of the stall-free rounds only).
     pub fn value(self, row: &Row) -> Option<f64> {
         match self {
             Figure::Rps => (row.rps > 0.0).then_some(row.rps),
             Figure::CpuPerReq => row.cpu_us_per_req.filter(|c| *c > 0.0),
-            Figure::P99 => (row.latency_us.p99 > 0.0).then_some(row.latency_us.p99),
+            Figure::P99 => row.p99_stall_free.filter(|p| *p > 0.0),
+        }
+    }
+
+    /// Its value in one round.
+    pub fn of_round(self, r: &Round) -> f64 {
+        match self {
+            Figure::Rps => r.rps,
+            Figure::CpuPerReq => r.cpu_us_per_req,
+            Figure::P99 => r.latency_us.p99,
+        }
+    }
+
+    /// The rounds it may be read from.
+    pub fn usable(self) -> Usable {
+        match self {
+            Figure::P99 => Usable::StallFree,
+            _ => Usable::Clean,
         }
     }
 
@@ -78,28 +102,38 @@ pub struct Headline {
     pub variant: String,
     /// The deciding figure.
     pub figure: Figure,
-    /// ringway's peer in this scenario: `ringway-uring`, or `py-ringway` in S14.
+    /// ringway's peer in this scenario.
     pub who: String,
-    /// Its value.
+    /// Its value (the median of its rounds).
     pub ringway: f64,
-    /// The best other peer (floor excluded) and its value.
+    /// The best other peer by its median (floor excluded) and its value.
     pub best: Option<(String, f64)>,
-    /// How much better ringway is than the best peer: above 1 ringway wins (best's
-    /// value over ringway's for lower-is-better figures, ringway's over best's else).
-    pub advantage: Option<f64>,
+    /// The paired comparison with the best peer (above 1: ringway better).
+    pub timed: Option<Paired>,
+    /// The counted comparisons with the best peer (instructions, syscalls).
+    pub counted: Vec<Counted>,
+    /// The verdict against the best peer and the evidence it rests on.
+    pub verdict: Option<(Call, Evidence)>,
+    /// Every other peer ringway is behind on the paired rounds (the best among them
+    /// first).
+    pub behind: Vec<(String, Paired)>,
     /// The floor's value, when measured.
     pub floor: Option<f64>,
-    /// ringway's figure or the best peer's comes from rounds that were not clean (in
-    /// none did the client or the server keep its core busy: the host took time from
-    /// both, or the shape never saturates either, as one connection's ping-pong): the
-    /// sentence says so, as the tables mark such rows with `*`.
+    /// The paired comparison with the floor.
+    pub floor_paired: Option<Paired>,
+    /// ringway's figure or the best peer's comes from rounds that were not clean.
     pub unclean: bool,
 }
 
 impl Headline {
-    /// `true` when ringway/uring is at least as good as every peer.
+    /// `true` unless the verdict is "behind".
     pub fn ringway_leads(&self) -> bool {
-        self.advantage.map_or(true, |a| a >= 1.0)
+        !matches!(self.verdict, Some((Call::Behind, _)))
+    }
+
+    /// The call against the best peer, if there is one.
+    pub fn call(&self) -> Option<Call> {
+        self.verdict.map(|(c, _)| c)
     }
 
     /// One sentence.
@@ -109,20 +143,42 @@ impl Headline {
         let Some((best, value)) = &self.best else {
             return format!("{} {mine} {} (no other peer measured)", self.who, f.label());
         };
-        let adv = self.advantage.unwrap_or(1.0);
-        let verdict = if adv >= 1.0 {
-            format!(
-                "ahead of the best peer {best} ({}) by {:.0}%",
+        let verdict = match (&self.verdict, &self.timed) {
+            (Some((call, evidence)), timed) => format!(
+                "{} the best peer {best} ({}){}, rests on {}",
+                match call {
+                    Call::Level => "level within noise with",
+                    Call::Ahead => "ahead of",
+                    Call::Behind => "BEHIND",
+                },
                 f.format(*value),
-                (adv - 1.0) * 100.0
-            )
+                timed
+                    .as_ref()
+                    .map(|t| format!(": advantage {}", t.describe()))
+                    .unwrap_or_default(),
+                evidence.words()
+            ),
+            (None, _) => format!(
+                "no verdict against the best peer {best} ({}): no usable pair of rounds",
+                f.format(*value)
+            ),
+        };
+        let counted = if self.counted.is_empty() {
+            String::new()
         } else {
-            let behind = if f.higher_is_better() {
-                format!("{:.0}% fewer", (1.0 - adv) * 100.0)
-            } else {
-                format!("{:.0}% more", (1.0 / adv - 1.0) * 100.0)
-            };
-            format!("LOSES to {best} ({}): {behind}", f.format(*value))
+            let c: Vec<String> = self.counted.iter().map(Counted::describe).collect();
+            format!("; counted: {}", c.join(", "))
+        };
+        let others: Vec<&str> = self
+            .behind
+            .iter()
+            .filter(|(p, _)| p != best)
+            .map(|(p, _)| p.as_str())
+            .collect();
+        let behind = if others.is_empty() {
+            String::new()
+        } else {
+            format!("; also behind {}", others.join(", "))
         };
         let floor = self
             .floor
@@ -134,32 +190,17 @@ impl Headline {
             ""
         };
         format!(
-            "{} {mine} {}, {verdict}{floor}{unclean}",
+            "{} {mine} {}, {verdict}{counted}{behind}{floor}{unclean}",
             self.who,
             f.label()
         )
     }
 }
 
-/// The headline of every variant ringway/uring was measured in.
-pub fn headlines(results: &Results) -> Vec<Headline> {
-    let mut out = Vec::new();
-    for (scenario, variant) in results.variants() {
-        let figure = Figure::of(&scenario);
-        let who = reference_peer(&scenario);
-        let Some((mine, mine_unclean)) = results
-            .row(who, &scenario, &variant)
-            .and_then(|r| figure.value(r).map(|v| (v, r.from_unclean)))
-        else {
-            continue;
-        };
-        let others = results
-            .rows
-            .iter()
-            .filter(|r| r.scenario == scenario && r.variant == variant)
-            .filter(|r| r.peer != who && r.peer != FLOOR)
-            .filter_map(|r| figure.value(r).map(|v| (r, v)));
-        let best = others.fold(None::<(&Row, f64)>, |acc, (r, v)| match acc {
+/// The best row of `rows` on `figure` (largest or smallest value).
+fn best_of<'a>(rows: impl Iterator<Item = &'a Row>, figure: Figure) -> Option<(&'a Row, f64)> {
+    rows.filter_map(|r| figure.value(r).map(|v| (r, v)))
+        .fold(None, |acc, (r, v)| match acc {
             Some((_, bv))
                 if (figure.higher_is_better() && bv >= v)
                     || (!figure.higher_is_better() && bv <= v) =>
@@ -167,131 +208,213 @@ pub fn headlines(results: &Results) -> Vec<Headline> {
                 acc
             }
             _ => Some((r, v)),
-        });
-        let unclean = mine_unclean || best.is_some_and(|(r, _)| r.from_unclean);
-        let best = best.map(|(r, v)| (r.peer.clone(), v));
-        let advantage = best.as_ref().map(|(_, v)| {
-            if figure.higher_is_better() {
-                mine / v
-            } else {
-                v / mine
-            }
-        });
-        out.push(Headline {
-            floor: results
-                .row(FLOOR, &scenario, &variant)
-                .and_then(|r| figure.value(r)),
-            scenario,
-            variant,
-            figure,
-            who: who.to_string(),
-            ringway: mine,
-            best,
-            advantage,
-            unclean,
-        });
-    }
-    out
+        })
+}
+
+/// The headline of one variant, if ringway's reference peer has its figure there.
+fn headline(results: &Results, scenario: &str, variant: &str) -> Option<Headline> {
+    let figure = Figure::of(scenario);
+    let who = reference_peer(scenario);
+    let mine_row = results.row(who, scenario, variant)?;
+    let mine = figure.value(mine_row)?;
+    let rows = || {
+        results
+            .rows
+            .iter()
+            .filter(move |r| r.scenario == scenario && r.variant == variant)
+    };
+    let pair = |peer: &str| {
+        paired(
+            results,
+            Pairing {
+                scenario,
+                variant,
+                reference: who,
+                peer,
+                usable: figure.usable(),
+            },
+            |r| figure.of_round(r),
+            figure.higher_is_better(),
+        )
+    };
+    let best = best_of(rows().filter(|r| r.peer != who && r.peer != FLOOR), figure);
+    let timed = best.and_then(|(r, _)| pair(&r.peer));
+    let counted = best.map(|(r, _)| counted(mine_row, r)).unwrap_or_default();
+    let mut behind: Vec<(String, Paired)> = rows()
+        .filter(|r| r.peer != who && r.peer != FLOOR)
+        .filter_map(|r| pair(&r.peer).map(|p| (r.peer.clone(), p)))
+        .filter(|(_, p)| p.call == Call::Behind)
+        .collect();
+    behind.sort_by(|a, b| a.1.median.total_cmp(&b.1.median));
+    let floor_row = results.row(FLOOR, scenario, variant);
+    Some(Headline {
+        scenario: scenario.to_string(),
+        variant: variant.to_string(),
+        figure,
+        who: who.to_string(),
+        ringway: mine,
+        verdict: best.and_then(|_| overall(timed.as_ref(), &counted)),
+        best: best.map(|(r, v)| (r.peer.clone(), v)),
+        unclean: mine_row.from_unclean || best.is_some_and(|(r, _)| r.from_unclean),
+        timed,
+        counted,
+        behind,
+        floor: floor_row.and_then(|r| figure.value(r)),
+        floor_paired: floor_row.and_then(|_| pair(FLOOR)),
+    })
+}
+
+/// The headline of every variant ringway's reference peer was measured in.
+pub fn headlines(results: &Results) -> Vec<Headline> {
+    results
+        .variants()
+        .iter()
+        .filter_map(|(s, v)| headline(results, s, v))
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::results::RINGWAY;
+    use crate::suite::results::{aggregate, LatencyUs, RINGWAY};
 
-    fn row(peer: &str, scenario: &str, rps: f64, cpu: f64, p99: f64) -> Row {
-        let mut r = Row {
-            peer: peer.into(),
-            scenario: scenario.into(),
-            variant: "v".into(),
-            rps,
-            cpu_us_per_req: Some(cpu),
-            ..Row::default()
-        };
-        r.latency_us.p99 = p99;
-        r
+    /// Rounds of `peer` in `scenario` with these per-round figures (CPU µs/req, and
+    /// req/s and p99 derived from it), and its row.
+    fn add(results: &mut Results, peer: &str, scenario: &str, cpu: &[f64]) {
+        let rounds: Vec<Round> = cpu
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Round {
+                peer: peer.into(),
+                scenario: scenario.into(),
+                variant: "v".into(),
+                round: i + 1,
+                ok: true,
+                clean: true,
+                rps: 1e6 / c,
+                cpu_us_per_req: *c,
+                latency_us: LatencyUs {
+                    p99: c * 10.0,
+                    ..LatencyUs::default()
+                },
+                ..Round::default()
+            })
+            .collect();
+        let row = aggregate(&rounds.iter().collect::<Vec<_>>(), "t");
+        results.rounds.extend(rounds);
+        results.rows.push(row);
     }
 
     #[test]
-    fn picks_the_figure_and_the_best_peer_without_the_floor() {
-        let results = Results {
-            rows: vec![
-                row(RINGWAY, "S8", 1000.0, 4.0, 100.0),
-                row("tokio-raw", "S8", 1500.0, 3.0, 90.0),
-                row(FLOOR, "S8", 3000.0, 1.0, 10.0),
-                row(RINGWAY, "S5", 200.0, 4.0, 100.0),
-                row("nginx", "S5", 210.0, 5.0, 90.0),
-                row(RINGWAY, "S1", 20.0, 4.0, 50.0),
-                row("hyper", "S1", 20.0, 4.0, 100.0),
-            ],
-            ..Results::default()
-        };
+    fn the_verdict_comes_from_the_paired_interval_not_the_medians() {
+        let mut results = Results::default();
+        // S5 (CPU): ringway 4.0 in every round; "fast" 3% better in its median but
+        // within noise round by round; "slow" 25% worse in every round.
+        add(&mut results, RINGWAY, "S5", &[4.0, 4.4, 3.6, 4.2, 3.8]);
+        add(&mut results, "fast", "S5", &[4.1, 4.0, 3.6, 3.9, 3.7]);
+        add(&mut results, "slow", "S5", &[5.0, 5.5, 4.5, 5.25, 4.75]);
+        add(&mut results, FLOOR, "S5", &[3.0, 3.3, 2.7, 3.15, 2.85]);
         let h = headlines(&results);
-        let s8 = h.iter().find(|h| h.scenario == "S8").unwrap();
-        assert_eq!(s8.figure, Figure::Rps);
-        assert_eq!(s8.best, Some(("tokio-raw".to_string(), 1500.0)));
-        assert!(!s8.ringway_leads());
-        assert!(
-            s8.sentence().contains("LOSES to tokio-raw"),
-            "{}",
-            s8.sentence()
-        );
-        assert!(s8.sentence().contains("33% fewer"), "{}", s8.sentence());
-        assert_eq!(s8.floor, Some(3000.0));
         let s5 = h.iter().find(|h| h.scenario == "S5").unwrap();
         assert_eq!(s5.figure, Figure::CpuPerReq);
-        assert_eq!(s5.advantage, Some(1.25));
-        assert!(s5.ringway_leads());
-        assert!(
-            s5.sentence().contains("ahead of the best peer nginx"),
-            "{}",
-            s5.sentence()
+        assert_eq!(
+            s5.best.as_ref().unwrap().0,
+            "fast",
+            "the floor is not a peer"
         );
-        let s1 = h.iter().find(|h| h.scenario == "S1").unwrap();
-        assert_eq!((s1.figure, s1.advantage), (Figure::P99, Some(2.0)));
-        assert!(h
-            .iter()
-            .all(|h| !h.unclean && !h.sentence().contains("not clean")));
+        let t = s5.timed.as_ref().unwrap();
+        assert_eq!(t.pairs, 5);
+        assert!(t.lo < 1.0 && t.hi > 1.0, "{t:?}");
+        assert_eq!(s5.verdict, Some((Call::Level, Evidence::Timed)));
+        assert!(s5.ringway_leads());
+        let text = s5.sentence();
+        assert!(
+            text.contains("level within noise with the best peer fast"),
+            "{text}"
+        );
+        assert!(text.contains("5 pairs"), "{text}");
+        assert!(
+            !text.contains("BEHIND") && !text.contains("ahead"),
+            "{text}"
+        );
+        assert!(s5.behind.is_empty());
+        assert_eq!(s5.floor, Some(3.0));
+        assert_eq!(s5.floor_paired.as_ref().unwrap().call, Call::Behind);
     }
 
     #[test]
-    fn says_when_a_figure_compared_comes_from_unclean_rounds() {
-        let mut slow = row("compio", "S9", 100.0, 4.0, 60.0);
-        slow.from_unclean = true;
-        let mut fast = row("monoio", "S1", 100.0, 4.0, 40.0);
-        fast.from_unclean = true;
-        let mut mine = row(RINGWAY, "S8", 100.0, 4.0, 50.0);
-        mine.from_unclean = true;
-        let results = Results {
-            rows: vec![
-                // The best peer's figure is unclean.
-                row(RINGWAY, "S1", 100.0, 4.0, 50.0),
-                fast,
-                // ringway's own figure is unclean.
-                mine,
-                row("tokio-raw", "S8", 90.0, 4.0, 50.0),
-                // Only a peer that is not the best is unclean: a verdict.
-                row(RINGWAY, "S9", 100.0, 4.0, 50.0),
-                row("monoio", "S9", 100.0, 4.0, 45.0),
-                slow,
-            ],
-            ..Results::default()
-        };
+    fn behind_and_ahead_need_the_whole_interval_past_the_band() {
+        let mut results = Results::default();
+        // S8 (req/s): the best peer is 20% faster in every round.
+        add(&mut results, RINGWAY, "S8", &[5.0, 5.5, 4.5, 5.2, 4.8]);
+        add(
+            &mut results,
+            "tokio-raw",
+            "S8",
+            &[4.0, 4.4, 3.6, 4.16, 3.84],
+        );
+        add(&mut results, "other", "S8", &[6.0, 6.6, 5.4, 6.24, 5.76]);
         let h = headlines(&results);
-        let get = |s: &str| h.iter().find(|h| h.scenario == s).unwrap();
-        for s in ["S1", "S8"] {
-            assert!(get(s).unclean, "{s}");
-            assert!(
-                get(s)
-                    .sentence()
-                    .ends_with("(* from rounds that were not clean)"),
-                "{}",
-                get(s).sentence()
-            );
+        let s8 = &h[0];
+        assert_eq!(s8.figure, Figure::Rps);
+        assert_eq!(s8.best.as_ref().unwrap().0, "tokio-raw");
+        assert_eq!(s8.verdict, Some((Call::Behind, Evidence::Timed)));
+        assert!(!s8.ringway_leads());
+        assert!(s8.sentence().contains("BEHIND the best peer tokio-raw"));
+        assert_eq!(s8.behind.len(), 1, "ringway is ahead of `other`");
+    }
+
+    #[test]
+    fn tails_of_stalled_rounds_are_shown_but_not_ranked() {
+        let mut results = Results::default();
+        add(&mut results, RINGWAY, "S9", &[5.0, 5.0, 5.0]);
+        add(&mut results, "calm", "S9", &[6.0, 6.0, 6.0]);
+        // Its best-looking p99 rounds held host stalls: only round 3 counts.
+        for r in results
+            .rounds
+            .iter_mut()
+            .filter(|r| r.peer == "calm" && r.round < 3)
+        {
+            r.stalled = true;
+            r.latency_us.p99 = 1.0;
         }
-        assert!(get("S1").sentence().contains("LOSES to monoio"));
-        assert!(!get("S9").unclean);
-        assert!(get("S9").sentence().contains("LOSES to monoio (45)"));
-        assert!(!get("S9").sentence().contains("not clean"));
+        let row = aggregate(
+            &results
+                .rounds
+                .iter()
+                .filter(|r| r.peer == "calm")
+                .collect::<Vec<_>>(),
+            "t",
+        );
+        assert_eq!(row.stalled_rounds, 2);
+        assert_eq!(row.p99_stall_free, Some(60.0));
+        assert_eq!(row.latency_us.p99, 1.0, "the stalled tails are still shown");
+        *results.rows.iter_mut().find(|r| r.peer == "calm").unwrap() = row;
+        let h = headlines(&results);
+        assert_eq!(h[0].figure, Figure::P99);
+        assert_eq!(h[0].best.as_ref().unwrap(), &("calm".to_string(), 60.0));
+        assert_eq!(h[0].timed.as_ref().unwrap().pairs, 1);
+    }
+
+    #[test]
+    fn counted_evidence_decides_a_level_timed_verdict_and_says_so() {
+        let mut results = Results::default();
+        add(&mut results, RINGWAY, "S7", &[4.0, 4.4, 3.6, 4.2, 3.8]);
+        add(&mut results, "monoio", "S7", &[4.1, 4.3, 3.6, 4.1, 3.9]);
+        for r in &mut results.rows {
+            r.instructions_per_req = Some(if r.peer == RINGWAY { 560.0 } else { 1400.0 });
+        }
+        let mut mine = results.rows[0].clone();
+        mine.from_unclean = true;
+        results.rows[0] = mine;
+        let h = headlines(&results);
+        assert_eq!(h[0].verdict, Some((Call::Ahead, Evidence::Counted)));
+        let text = h[0].sentence();
+        assert!(text.contains("rests on counted"), "{text}");
+        assert!(text.contains("instructions 560 vs 1400 (ahead)"), "{text}");
+        assert!(
+            text.ends_with("(* from rounds that were not clean)"),
+            "{text}"
+        );
     }
 }

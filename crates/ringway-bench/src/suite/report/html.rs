@@ -10,6 +10,7 @@ use crate::measure::text_table::fmt_rate;
 use crate::suite::report::charts;
 use crate::suite::report::compare::Change;
 use crate::suite::report::headline::{headlines, Headline};
+use crate::suite::report::verdict::Call;
 use crate::suite::results::{Results, Row};
 use crate::suite::scenarios::title as scenario_title;
 
@@ -34,7 +35,7 @@ const STYLE: &str =
 h1{margin-bottom:0.2em}table{border-collapse:collapse;margin:0.6em 0 1.4em}\
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;font-size:13px}\
 td:first-child,th:first-child{text-align:left}th{background:#f2f2f2}\
-.lose{color:#b00;font-weight:bold}.win{color:#070}.charts{display:flex;flex-wrap:wrap;gap:12px}\
+.lose{color:#b00;font-weight:bold}.win{color:#070}.level{color:#555}.charts{display:flex;flex-wrap:wrap;gap:12px}\
 .chart{border:1px solid #ddd}.note{color:#555;font-size:13px}tr.ringway td{background:#fff3f3}\
 code{background:#f4f4f4;padding:0 3px}";
 
@@ -43,46 +44,31 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 }
 
 fn headline_section(out: &mut String, hs: &[Headline]) {
-    out.push_str("<h2 id=\"headline\">Headline: ringway/uring against the best peer</h2>\n");
+    out.push_str("<h2 id=\"headline\">Headline: ringway against the best peer</h2>\n");
     out.push_str(
-        "<p class=\"note\">Per scenario variant, the figure it exists to show: p99 latency in S1 and S9, \
-         server CPU per request in S5 and S7 (without pipelining the client saturates first, so req/s \
-         there measures the client), req/s elsewhere. The floor is the physical limit, not a \
-         competitor: it is left out of \"best peer\" and shown beside.</p>\n",
+        "<p class=\"note\">Per scenario variant, the figure it exists to show: p99 latency in S1 and S9 \
+         (rounds without a host stall only), server CPU per request in S5, S7, S14 and S15 (without \
+         pipelining the client saturates first, so req/s there measures the client), req/s elsewhere. \
+         The verdict pairs each round of ringway with the same round of the peer (they ran seconds \
+         apart) and comes from the interval of the paired ratios (above 1: ringway better): ahead or \
+         behind only when the whole interval is beyond 2%, level within noise otherwise. Counted \
+         figures (instructions, syscalls per request) do not drift; a timed verdict that is level \
+         defers to the instructions when they differ by more than 5%. The floor is the physical \
+         limit, not a competitor: it is left out of \"best peer\" and shown beside. See \
+         docs/benchmarks.md.</p>\n",
     );
-    out.push_str("<table><tr><th>scenario</th><th>figure</th><th>ringway/uring</th><th>best peer</th><th>its value</th><th>ringway's advantage</th><th>floor</th></tr>\n");
+    out.push_str("<table><tr><th>scenario</th><th>figure</th><th>ringway</th><th>best peer</th><th>its value</th><th>ringway's advantage (interval, pairs, confidence)</th><th>verdict</th><th>rests on</th><th>counted</th><th>floor</th></tr>\n");
     for h in hs {
-        let f = h.figure;
-        let (best, value) = h
-            .best
-            .as_ref()
-            .map_or(("–".to_string(), "–".to_string()), |(p, v)| {
-                (p.clone(), f.format(*v))
-            });
-        let class = if h.ringway_leads() { "win" } else { "lose" };
-        let _ = writeln!(
-            out,
-            "<tr><td>{} {}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td><td>{}</td></tr>",
-            esc(&h.scenario),
-            esc(&h.variant),
-            if h.who == crate::suite::results::RINGWAY {
-                String::new()
-            } else {
-                format!(" ({})", esc(&h.who))
-            },
-            esc(f.label()),
-            f.format(h.ringway),
-            esc(&best),
-            value,
-            h.advantage.map_or("–".into(), |a| format!("{a:.2}x")),
-            h.floor.map_or("–".into(), |v| f.format(v)),
-        );
+        headline_row(out, h);
     }
     out.push_str("</table>\n");
-    let losses: Vec<&Headline> = hs.iter().filter(|h| !h.ringway_leads()).collect();
-    out.push_str("<h3>Where ringway loses</h3>\n");
+    let losses: Vec<&Headline> = hs
+        .iter()
+        .filter(|h| !h.ringway_leads() || !h.behind.is_empty())
+        .collect();
+    out.push_str("<h3>Where ringway is behind</h3>\n");
     if losses.is_empty() {
-        out.push_str("<p>Nowhere in this run: ringway/uring is at or ahead of every peer on every figure above.</p>\n");
+        out.push_str("<p>Nowhere in this run: against every peer, on every figure above, ringway is ahead or level within noise.</p>\n");
     } else {
         out.push_str("<ul>\n");
         for h in losses {
@@ -96,6 +82,116 @@ fn headline_section(out: &mut String, hs: &[Headline]) {
         }
         out.push_str("</ul>\n");
     }
+}
+
+/// One variant's line of the headline table.
+fn headline_row(out: &mut String, h: &Headline) {
+    let f = h.figure;
+    let (best, value) = h
+        .best
+        .as_ref()
+        .map_or(("–".to_string(), "–".to_string()), |(p, v)| {
+            (p.clone(), f.format(*v))
+        });
+    let (verdict, class, evidence) = match h.verdict {
+        Some((call, evidence)) => (
+            call.words(),
+            match call {
+                Call::Ahead => "win",
+                Call::Behind => "lose",
+                Call::Level => "level",
+            },
+            evidence.words(),
+        ),
+        None => ("no verdict", "level", "–"),
+    };
+    let counted: Vec<String> = h.counted.iter().map(|c| c.describe()).collect();
+    let _ = writeln!(
+        out,
+        "<tr><td>{} {}{}</td><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+        esc(&h.scenario),
+        esc(&h.variant),
+        if h.who == crate::suite::results::RINGWAY {
+            String::new()
+        } else {
+            format!(" ({})", esc(&h.who))
+        },
+        esc(f.label()),
+        f.format(h.ringway),
+        if h.unclean { "*" } else { "" },
+        esc(&best),
+        value,
+        h.timed.as_ref().map_or("–".into(), |t| esc(&t.describe())),
+        verdict,
+        evidence,
+        esc(&counted.join("; ")),
+        h.floor.map_or("–".into(), |v| f.format(v)),
+    );
+}
+
+/// S9's capacity at a latency bound: a table and the p99-against-rate chart of the
+/// steps.
+fn capacity_section(out: &mut String, results: &Results) {
+    if results.capacity.is_empty() {
+        return;
+    }
+    out.push_str(
+        "<h2 id=\"capacity\">Capacity at a latency bound (S9, S5-shaped: 50 connections)</h2>\n",
+    );
+    out.push_str("<p class=\"note\">The highest offered rate at which p99 stayed under 1 ms (and under 10 ms), the open-loop rate stepped up, peers interleaved step by step, stall-free windows only (a window with a host stall is run again once; if it stalls again it is shown in the chart and not used).</p>\n");
+    out.push_str("<table><tr><th>peer</th><th>req/s at p99 &lt; 1 ms</th><th>req/s at p99 &lt; 10 ms</th><th>steps</th><th>stalled steps</th></tr>\n");
+    let fmt = |v: Option<f64>| v.map_or("below the first step".into(), fmt_rate);
+    for c in &results.capacity {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&c.peer),
+            fmt(c.at_1ms),
+            fmt(c.at_10ms),
+            c.steps,
+            c.stalled_steps
+        );
+    }
+    out.push_str("</table>\n<div class=\"charts\">\n");
+    let rows: Vec<Row> = results
+        .rounds
+        .iter()
+        .filter(|r| r.scenario == "S9" && r.variant == "capacity" && r.ok)
+        .map(|r| Row {
+            peer: r.peer.clone(),
+            latency_us: r.latency_us,
+            extra: r.extra.clone(),
+            ..Row::default()
+        })
+        .collect();
+    let refs: Vec<&Row> = rows.iter().collect();
+    chart_div(
+        out,
+        "S9",
+        "capacity",
+        "capacity",
+        charts::open_loop("S9 capacity: latency against offered rate", &refs),
+    );
+    let bars: Vec<Row> = results
+        .capacity
+        .iter()
+        .map(|c| Row {
+            peer: c.peer.clone(),
+            rps: c.at_1ms.unwrap_or(0.0),
+            ..Row::default()
+        })
+        .collect();
+    let refs: Vec<&Row> = bars.iter().collect();
+    chart_div(
+        out,
+        "S9",
+        "capacity",
+        "capacity-1ms",
+        charts::bars("S9: req/s at p99 under 1 ms", "req/s", &refs, |r| {
+            (r.rps > 0.0).then_some((r.rps, None))
+        }),
+    );
+    out.push_str("</div>\n");
 }
 
 fn row_table(out: &mut String, rows: &[&Row], changes: &[Change]) {
@@ -124,7 +220,7 @@ fn row_table(out: &mut String, rows: &[&Row], changes: &[Change]) {
     if wrk {
         out.push_str("<th>wrk req/s</th>");
     }
-    out.push_str("<th>errors</th><th>clean rounds</th>");
+    out.push_str("<th>errors</th><th>clean rounds</th><th>stalled rounds</th>");
     if !changes.is_empty() {
         out.push_str("<th>Δ req/s</th><th>Δ CPU/req</th><th>Δ instr/req</th>");
     }
@@ -202,10 +298,11 @@ fn table_row(out: &mut String, r: &Row, cols: Columns, changes: &[Change]) {
     };
     let _ = write!(
         out,
-        "<td>{}</td><td>{}/{}</td>",
+        "<td>{}</td><td>{}/{}</td><td>{}</td>",
         esc(&errors),
         r.clean_rounds,
-        r.rounds
+        r.rounds,
+        r.stalled_rounds
     );
     if !changes.is_empty() {
         let c = changes
@@ -374,6 +471,22 @@ fn meta_section(out: &mut String, results: &Results) {
         );
     };
     kv("command", m.command.clone());
+    kv(
+        "network",
+        if m.net.is_empty() {
+            "loopback".into()
+        } else {
+            m.net.clone()
+        },
+    );
+    kv(
+        "host stalls",
+        format!(
+            "a sleeper per server and client CPU ({}) wakes every millisecond; a round with a wake-up {:.0} ms late or 20 ms of steal is stalled: its tail is shown, not ranked",
+            if m.stall_watch_fifo { "SCHED_FIFO" } else { "normal priority: no privilege for SCHED_FIFO" },
+            m.stall_threshold_ms
+        ),
+    );
     kv("ringway", m.ringway.clone());
     kv("kernel", m.kernel.clone());
     kv("CPU", format!("{} ({} CPUs)", m.cpu, m.cpus));
@@ -500,6 +613,7 @@ pub fn render(results: &Results, changes: &[Change]) -> String {
         esc(&results.meta.client_cpus)
     );
     headline_section(&mut out, &headlines(results));
+    capacity_section(&mut out, results);
     scenario_sections(&mut out, results, changes);
     peers_section(&mut out, results);
     meta_section(&mut out, results);
@@ -511,7 +625,7 @@ pub fn render(results: &Results, changes: &[Change]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::results::{Row, RINGWAY};
+    use crate::suite::results::{Round, Row, RINGWAY};
 
     fn row(peer: &str, scenario: &str, variant: &str, rps: f64) -> Row {
         let mut r = Row {
@@ -535,6 +649,21 @@ mod tests {
 
     #[test]
     fn report_is_well_formed_with_a_chart_per_scenario_and_the_losses_named() {
+        // S8's five paired rounds: nginx serves twice ringway's req/s in every one.
+        let rounds = (1..=5)
+            .flat_map(|n| {
+                [(RINGWAY, 100.0), ("nginx", 200.0)].map(|(peer, rps)| Round {
+                    peer: peer.into(),
+                    scenario: "S8".into(),
+                    variant: "p16".into(),
+                    round: n,
+                    ok: true,
+                    clean: true,
+                    rps: rps + n as f64,
+                    ..Round::default()
+                })
+            })
+            .collect();
         let results = Results {
             rows: vec![
                 row(RINGWAY, "S1", "c1", 10_000.0),
@@ -544,6 +673,14 @@ mod tests {
                 row(RINGWAY, "S9", "50%", 100.0),
                 row(RINGWAY, "S9", "90%", 180.0),
             ],
+            rounds,
+            capacity: vec![crate::suite::results::Capacity {
+                peer: RINGWAY.into(),
+                at_1ms: Some(50_000.0),
+                at_10ms: Some(90_000.0),
+                steps: 9,
+                stalled_steps: 1,
+            }],
             ..Results::default()
         };
         let html = render(&results, &[]);
@@ -562,7 +699,12 @@ mod tests {
                 .count();
             assert!(n >= 1, "no chart for {s}");
         }
-        assert!(html.contains("LOSES to nginx"), "S8 loss named");
+        assert!(
+            html.contains("BEHIND the best peer nginx"),
+            "S8's loss named, from its paired rounds"
+        );
+        assert!(html.contains("id=\"capacity\""), "the capacity table");
+        assert!(html.contains("50.0k"), "ringway's capacity at 1 ms");
         assert!(html.contains("t &lt;&amp;&gt;"), "titles escaped");
     }
 }

@@ -71,7 +71,7 @@ impl Columns {
         if self.wrk {
             headers.push("wrk req/s");
         }
-        headers.extend(["errors", "clean"]);
+        headers.extend(["errors", "clean", "stalled"]);
         if self.cmp {
             headers.extend(["Δ req/s", "Δ CPU/req"]);
         }
@@ -107,6 +107,7 @@ impl Columns {
         }
         cells.push(r.errors_total.to_string());
         cells.push(format!("{}/{}", r.clean_rounds, r.rounds));
+        cells.push(r.stalled_rounds.to_string());
         if self.cmp {
             let pct = |x: f64| format!("{:+.1}%", (x - 1.0) * 100.0);
             cells.push(change.and_then(|c| c.rps).map_or("new".into(), pct));
@@ -141,10 +142,66 @@ pub fn variant_table(
     render(&columns.headers(), &body)
 }
 
+/// S9's capacity at a latency bound, one line per peer.
+fn capacity_table(results: &Results) -> String {
+    if results.capacity.is_empty() {
+        return String::new();
+    }
+    let fmt = |v: Option<f64>| v.map_or("<first step".to_string(), fmt_rate);
+    let rows: Vec<Vec<String>> = results
+        .capacity
+        .iter()
+        .map(|c| {
+            vec![
+                c.peer.clone(),
+                fmt(c.at_1ms),
+                fmt(c.at_10ms),
+                format!("{} ({} stalled)", c.steps, c.stalled_steps),
+            ]
+        })
+        .collect();
+    format!(
+        "\n== S9 capacity: highest offered req/s with p99 under the bound (stall-free windows)\n{}",
+        render(&["peer", "p99 < 1 ms", "p99 < 10 ms", "steps"], &rows)
+    )
+}
+
+/// The wrk cross-check, when it ran.
+fn wrk_table(results: &Results) -> String {
+    if results.wrk.is_empty() {
+        return String::new();
+    }
+    let mut out = String::new();
+    out.push_str("\n== wrk cross-check (S5 c50, req/s)\n");
+    let rows: Vec<Vec<String>> = results
+        .wrk
+        .iter()
+        .map(|w| {
+            vec![
+                w.peer.clone(),
+                fmt_rate(w.wrk_rps),
+                fmt_rate(w.load_rps),
+                format!("{:.2}", w.ratio),
+                if w.agrees {
+                    "yes".into()
+                } else {
+                    "NO (beyond 10%)".into()
+                },
+            ]
+        })
+        .collect();
+    out.push_str(&render(
+        &["peer", "wrk", "ringway load", "wrk / load", "within 10%"],
+        &rows,
+    ));
+    out
+}
+
 /// The whole terminal report.
 pub fn render_all(results: &Results, changes: &[Change]) -> String {
     let mut out = String::new();
     out.push_str("== Headline: ringway/uring against the best peer (floor excluded)\n");
+    out.push_str("   (verdicts from paired rounds: ringway's advantage, above 1 better, with its interval;\n    ahead/behind only when the whole interval is beyond 2%; see docs/benchmarks.md)\n");
     for h in headlines(results) {
         out.push_str(&format!(
             "  {} {:<12} {}\n",
@@ -153,6 +210,7 @@ pub fn render_all(results: &Results, changes: &[Change]) -> String {
             h.sentence()
         ));
     }
+    out.push_str(&capacity_table(results));
     for (scenario, variant) in results.variants() {
         let title = results
             .rows
@@ -166,36 +224,20 @@ pub fn render_all(results: &Results, changes: &[Change]) -> String {
         }
         out.push_str(&variant_table(results, &scenario, &variant, changes));
     }
+    if results.rows.iter().any(|r| r.stalled_rounds > 0) {
+        out.push_str(&format!(
+            "\nstalled: rounds whose window held a host stall (a sleeper {} woke {:.0} ms or more late, or 20 ms of steal): their tails are shown, not ranked\n",
+            if results.meta.stall_watch_fifo { "under SCHED_FIFO" } else { "(normal priority)" },
+            results.meta.stall_threshold_ms
+        ));
+    }
     if results.rows.iter().any(|r| r.from_unclean) {
         out.push_str(&format!(
             "\n* no clean round (clean: the client or the server kept >= {:.0}% of its core over the window): figures from unclean rounds\n",
             results.meta.clean_share * 100.0
         ));
     }
-    if !results.wrk.is_empty() {
-        out.push_str("\n== wrk cross-check (S5 c50, req/s)\n");
-        let rows: Vec<Vec<String>> = results
-            .wrk
-            .iter()
-            .map(|w| {
-                vec![
-                    w.peer.clone(),
-                    fmt_rate(w.wrk_rps),
-                    fmt_rate(w.load_rps),
-                    format!("{:.2}", w.ratio),
-                    if w.agrees {
-                        "yes".into()
-                    } else {
-                        "NO (beyond 10%)".into()
-                    },
-                ]
-            })
-            .collect();
-        out.push_str(&render(
-            &["peer", "wrk", "ringway load", "wrk / load", "within 10%"],
-            &rows,
-        ));
-    }
+    out.push_str(&wrk_table(results));
     let notable: Vec<_> = results
         .not_measured
         .iter()

@@ -1,7 +1,7 @@
 //! Bringing a peer up for a variant: started on the server cores, its response checked,
 //! warmed up; and stopping it with everything it started.
 
-use crate::measure::launch::{self, RunningServer, KILL_GRACE};
+use crate::measure::launch::{self, LaunchSpec, RunningServer, KILL_GRACE};
 use crate::measure::procstat::process_tree;
 use crate::peers::canned::App;
 use crate::suite::registry::{Launch, LaunchCtx, PeerSpec, Service};
@@ -41,7 +41,10 @@ pub fn bring_up(
     ctx: &LaunchCtx,
 ) -> Result<Live, NotMeasured> {
     let spec = match (peer.launch)(ctx, v.service) {
-        Launch::Run(spec) => spec,
+        Launch::Run(spec) => LaunchSpec {
+            prefix: ctx.server_prefix.clone(),
+            ..spec
+        },
         Launch::NotApplicable(why) => {
             return Err(not_measured(v, peer.name, "not applicable", why.into()))
         }
@@ -58,6 +61,7 @@ pub fn bring_up(
                 .map(|c| Some(c.size))
         }
         Service::Echo | Service::Python(_) => conformance::check_echo(server.addr()).map(|_| None),
+        Service::Asgi(endpoint) => conformance::check_asgi(server.addr(), endpoint).map(Some),
         // The TLS server is the same program as the plain one, checked in the HTTP
         // scenarios; the load's own framing checks every response here.
         Service::Tls => Ok(None),

@@ -113,6 +113,7 @@ fn url(service: Service, port: u16) -> String {
             crate::peers::canned::HELLO_PATH
         ),
         Service::Echo => format!("tcp://127.0.0.1:{port}"),
+        Service::Asgi(endpoint) => format!("http://127.0.0.1:{port}{}", endpoint.path()),
         Service::Python(p) if p.is_http() => {
             format!(
                 "http://127.0.0.1:{port}{}",
@@ -185,7 +186,7 @@ fn shape_args(shape: &Shape, sizing: Sizing, warmup: bool) -> Vec<String> {
             "-d",
             &d,
         ]),
-        Shape::Open { conns, .. } => {
+        Shape::Open { conns, .. } | Shape::Rate { conns, .. } | Shape::Capacity { conns } => {
             push(&["-c", &conns.to_string(), "-d", &d]);
             if !warmup {
                 let rate = sizing.rate.unwrap_or(1000.0).max(1.0);

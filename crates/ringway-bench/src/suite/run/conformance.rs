@@ -14,7 +14,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use crate::peers::canned::{coarse_now_secs, App, Canned};
-use crate::suite::registry::spec::Deviation;
+use crate::suite::registry::spec::{Deviation, Endpoint};
 
 /// A parsed response.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -249,13 +249,14 @@ fn check_date(value: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Fetches two pipelined responses for `app` from `addr` and checks both.
-pub fn check_http(addr: SocketAddr, app: App, declared: &[Deviation]) -> Result<Verdict, String> {
+/// Writes two requests for `path` in one segment on one connection and reads back
+/// exactly two responses.
+fn fetch_two(addr: SocketAddr, path: &str) -> Result<Vec<Parsed>, String> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
         .map_err(|e| format!("connect: {e}"))?;
     s.set_read_timeout(Some(Duration::from_secs(5)))
         .map_err(|e| e.to_string())?;
-    let req = format!("GET {} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", app.path());
+    let req = format!("GET {} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
     s.write_all(req.repeat(2).as_bytes())
         .map_err(|e| format!("write: {e}"))?;
     let mut buf = Vec::new();
@@ -282,9 +283,47 @@ pub fn check_http(addr: SocketAddr, app: App, declared: &[Deviation]) -> Result<
             Err(e) => return Err(format!("read: {e}")),
         }
     }
+    Ok(responses)
+}
+
+/// Fetches two pipelined responses for `app` from `addr` and checks both.
+pub fn check_http(addr: SocketAddr, app: App, declared: &[Deviation]) -> Result<Verdict, String> {
+    let responses = fetch_two(addr, &app.path())?;
     let first = compare(&responses[0], app, declared)?;
     compare(&responses[1], app, declared).map_err(|e| format!("second response: {e}"))?;
     Ok(first)
+}
+
+/// Checks an S15 server (an ASGI app, aiohttp, granian: each its own headers): both
+/// responses are `200`, with the endpoint's content type and exactly its body.
+pub fn check_asgi(addr: SocketAddr, endpoint: Endpoint) -> Result<usize, String> {
+    let responses = fetch_two(addr, endpoint.path())?;
+    for (i, r) in responses.iter().enumerate() {
+        let which = if i == 0 { "first" } else { "second" };
+        if !r.status_line.starts_with("HTTP/1.1 200") {
+            return Err(format!("{which} response: status line {:?}", r.status_line));
+        }
+        let ct = r
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("");
+        if !ct.starts_with(endpoint.content_type()) {
+            return Err(format!(
+                "{which} response: content-type {ct:?}, expected {}",
+                endpoint.content_type()
+            ));
+        }
+        if r.body != endpoint.body() {
+            return Err(format!(
+                "{which} response: body {:?}, expected {:?}",
+                String::from_utf8_lossy(&r.body),
+                String::from_utf8_lossy(endpoint.body())
+            ));
+        }
+    }
+    Ok(responses[0].size)
 }
 
 /// Checks an echo server: 3000 bytes in three writes come back in order.

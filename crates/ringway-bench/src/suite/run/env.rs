@@ -2,9 +2,11 @@
 //! server is up ([`Live`]), and how long and at what rate a client run goes.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::measure::launch::RunningServer;
+use crate::measure::stalls::StallWatch;
 use crate::suite::registry::PeerSpec;
 use crate::suite::run::client::Sizing;
 use crate::suite::scenarios::{Shape, Variant};
@@ -36,6 +38,10 @@ pub struct VariantEnv {
     pub bin_dir: PathBuf,
     /// Cross-check S5 c50 with wrk (wrk is here and not turned off).
     pub wrk: bool,
+    /// The host-stall sleepers on the server's and the client's CPUs.
+    pub stalls: Option<Arc<StallWatch>>,
+    /// The CPUs whose steal time each round records (the server's and the client's).
+    pub watched_cpus: Vec<usize>,
 }
 
 /// A peer of the variant whose server is up.
@@ -61,19 +67,11 @@ pub fn sizing(env: &VariantEnv, v: &Variant, live: &Live) -> Sizing {
     Sizing {
         seconds: env.duration,
         warmup_rps: live.warmup_rps,
-        rate: match v.shape {
-            Shape::Open { percent, .. } => {
-                env.open_loop_base.map(|b| b * f64::from(percent) / 100.0)
-            }
-            _ => None,
-        },
+        rate: v.shape.offered(env.open_loop_base),
     }
 }
 
 /// The offered rate of an open-loop `shape` (a share of the run's capacity).
 pub fn open_rate(env: &VariantEnv, shape: &Shape) -> Option<f64> {
-    match shape {
-        Shape::Open { percent, .. } => env.open_loop_base.map(|b| b * f64::from(*percent) / 100.0),
-        _ => None,
-    }
+    shape.offered(env.open_loop_base)
 }

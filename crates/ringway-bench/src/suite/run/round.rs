@@ -3,11 +3,12 @@
 //! S13's hostile client beside the load.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::measure::launch::KILL_GRACE;
 use crate::measure::process::Watched;
-use crate::measure::procstat::read_tree_cpu_ns;
+use crate::measure::procstat::{clock_ticks_per_second, read_cpu_steal, read_tree_cpu_ns};
+use crate::measure::stalls::summarize;
 use crate::suite::results::{LatencyUs, Round};
 use crate::suite::run::client::{self, ClientRun};
 use crate::suite::run::env::{limit, open_rate, sizing, Live, VariantEnv};
@@ -50,8 +51,10 @@ pub fn measure(env: &VariantEnv, v: &Variant, lives: &mut [Live], i: usize, roun
     };
     let others_before = others_cpu();
     let before = read_tree_cpu_ns(pid);
+    let host = HostWindow::open(env);
     let run = client::run(&env.ringway, Some(&env.client_cpus), &args, limit(env));
     let after = read_tree_cpu_ns(pid);
+    host.close(env, &mut r);
     let others_after = others_cpu();
     if let Some(h) = hostile {
         match hostile_finish(h) {
@@ -90,6 +93,46 @@ pub fn measure(env: &VariantEnv, v: &Variant, lives: &mut [Live], i: usize, roun
     );
     r
 }
+
+/// What the host did around a round: the window's start and the steal of the watched
+/// CPUs then.
+struct HostWindow {
+    start: Instant,
+    steal: Option<u64>,
+}
+
+/// Steal ticks of `cpus` summed, `None` if any is unreadable.
+fn steal_of(cpus: &[usize]) -> Option<u64> {
+    cpus.iter().map(|&c| read_cpu_steal(c).ok()).sum()
+}
+
+impl HostWindow {
+    fn open(env: &VariantEnv) -> HostWindow {
+        HostWindow {
+            start: Instant::now(),
+            steal: steal_of(&env.watched_cpus),
+        }
+    }
+
+    /// Records the window's stalls and steal in `r`; marks it stalled when a sleeper
+    /// woke late or the host stole [`STEAL_STALL_MS`] or more.
+    fn close(self, env: &VariantEnv, r: &mut Round) {
+        let end = Instant::now();
+        if let Some(watch) = &env.stalls {
+            let w = summarize(&watch.between(self.start, end));
+            r.stall_max_ms = w.max_ms;
+            r.stalls = w.count;
+        }
+        if let (Some(a), Some(b)) = (self.steal, steal_of(&env.watched_cpus)) {
+            r.steal_ms = b.saturating_sub(a) as f64 * 1e3 / clock_ticks_per_second() as f64;
+        }
+        r.stalled = r.stalls > 0 || r.steal_ms >= STEAL_STALL_MS;
+    }
+}
+
+/// Steal over a window (both CPUs together) that marks it stalled, milliseconds: two
+/// ticks of the kernel's accounting.
+pub const STEAL_STALL_MS: f64 = 20.0;
 
 /// CPU nanoseconds of the process trees of `pids` (the variant's idle servers).
 fn cpu_of(pids: &[u32]) -> u64 {
@@ -186,7 +229,7 @@ fn fill(
         r.extra.insert("iteration_ms_max".into(), ms[ms.len() - 1]);
         r.extra.insert("iterations".into(), ms.len() as f64);
     }
-    if let Shape::Open { .. } = shape {
+    if shape.open() {
         if let Some(rate) = open_rate(env, shape) {
             r.extra.insert("offered_rps".into(), rate);
             r.extra

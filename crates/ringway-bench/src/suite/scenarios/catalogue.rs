@@ -1,8 +1,8 @@
-//! Every variant of S1–S14, in scenario order: the concrete loads of the scenarios of
+//! Every variant of S1–S15, in scenario order: the concrete loads of the scenarios of
 //! `docs/benchmarks.md`.
 
 use crate::peers::canned::App;
-use crate::suite::registry::spec::{PyServer, Service};
+use crate::suite::registry::spec::{Endpoint, PyServer, Service};
 use crate::suite::scenarios::shape::Shape;
 use crate::suite::scenarios::variant::{Chart, Variant};
 
@@ -20,7 +20,8 @@ fn v(
     default: bool,
 ) -> Variant {
     let chart = match shape {
-        Shape::Open { .. } => Chart::OpenLoop,
+        Shape::Open { .. } | Shape::Capacity { .. } => Chart::OpenLoop,
+        Shape::Rate { .. } => Chart::LatencyCurve,
         _ if scenario == "S1" => Chart::LatencyCurve,
         _ => Chart::Throughput,
     };
@@ -43,6 +44,7 @@ pub fn catalogue() -> Vec<Variant> {
     all.extend(open_loop());
     all.extend(beyond_the_seeds());
     all.extend(python_variants());
+    all.extend(python_frameworks());
     all
 }
 
@@ -193,7 +195,7 @@ fn echo_and_pipelined() -> Vec<Variant> {
                 conns: 10,
                 size: 16384,
             },
-            false,
+            true,
         ),
         v(
             "S7",
@@ -220,7 +222,15 @@ fn echo_and_pipelined() -> Vec<Variant> {
 /// S9: the open loop at each offered rate.
 fn open_loop() -> Vec<Variant> {
     let hello = Service::Http(App::Hello);
-    OPEN_LOOP_PERCENTS
+    let capacity = v(
+        "S9",
+        "capacity",
+        "capacity at p99 under 1 ms and under 10 ms: the open-loop rate stepped up, 50 connections",
+        hello,
+        Shape::Capacity { conns: 50 },
+        true,
+    );
+    let mut rates: Vec<Variant> = OPEN_LOOP_PERCENTS
         .iter()
         .map(|&p| {
             v(
@@ -235,7 +245,9 @@ fn open_loop() -> Vec<Variant> {
                 OPEN_LOOP_DEFAULT.contains(&p),
             )
         })
-        .collect()
+        .collect();
+    rates.push(capacity);
+    rates
 }
 
 /// S10–S13: what the seeds missed (churn, TLS, idle connections, a hostile mix).
@@ -251,7 +263,7 @@ fn beyond_the_seeds() -> Vec<Variant> {
                 conns: 10,
                 per_conn: 1,
             },
-            false,
+            true,
         ),
         v(
             "S10",
@@ -424,6 +436,51 @@ fn python_wider() -> Vec<Variant> {
             "HTTP answered with two write() calls, 50 connections",
             50,
             false,
+        ),
+    ]
+}
+
+/// S15's offered rate for the latency figures: one every Python server keeps up with.
+pub const S15_RATE: u32 = 4_000;
+
+/// S15: the Python frameworks on one core, closed loop at 50 connections on each
+/// endpoint (CPU per request, req/s), and the plaintext endpoint in an open loop at
+/// [`S15_RATE`] (p50 and p99).
+fn python_frameworks() -> Vec<Variant> {
+    let plain = Service::Asgi(Endpoint::Plaintext);
+    vec![
+        v(
+            "S15",
+            "plaintext",
+            "ASGI plaintext, 50 connections, closed loop",
+            plain,
+            Shape::Closed {
+                conns: 50,
+                pipeline: 1,
+            },
+            true,
+        ),
+        v(
+            "S15",
+            "json",
+            "ASGI JSON, 50 connections, closed loop",
+            Service::Asgi(Endpoint::Json),
+            Shape::Closed {
+                conns: 50,
+                pipeline: 1,
+            },
+            true,
+        ),
+        v(
+            "S15",
+            "plaintext-4k",
+            "ASGI plaintext, open loop at 4,000 req/s, 50 connections: latency",
+            plain,
+            Shape::Rate {
+                conns: 50,
+                rps: S15_RATE,
+            },
+            true,
         ),
     ]
 }

@@ -1,4 +1,4 @@
-//! The scenarios S1–S14 of benchmarks.md as concrete loads.
+//! The scenarios S1–S15 of `docs/benchmarks.md` as concrete loads.
 //!
 //! Each scenario has one or more *variants* (S5 at 50 and at 1000 connections, S9 at
 //! each offered rate); the default run takes the variant marked `default` of each of
@@ -10,16 +10,57 @@ mod notes;
 pub mod shape;
 pub mod variant;
 
-pub use catalogue::{catalogue, OPEN_LOOP_DEFAULT, OPEN_LOOP_PERCENTS};
+pub use catalogue::{catalogue, OPEN_LOOP_DEFAULT, OPEN_LOOP_PERCENTS, S15_RATE};
 pub use notes::{note, title, TITLES};
 pub use shape::Shape;
 pub use variant::{Chart, Variant};
 
 /// Scenarios the default run leaves out even though they have default variants: they
-/// need what a fresh clone does not have (S14: a Python virtual environment with a
+/// need what a fresh clone does not have (S14, S15: a Python virtual environment with a
 /// release build of ringway's loop). `--scenario S14` runs their default variants,
 /// `--full` all of them.
-pub const OPT_IN: &[&str] = &["S14"];
+pub const OPT_IN: &[&str] = &["S14", "S15"];
+
+/// The suffix of a variant's name when it runs over the veth pair (`c50@veth`).
+pub const VETH_SUFFIX: &str = "@veth";
+
+/// Where a run's traffic goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Net {
+    /// Loopback (`lo`), the default.
+    Loopback,
+    /// Two network namespaces joined by a veth pair, made by the suite (root only).
+    Veth,
+    /// Every variant on loopback and again over the veth, side by side.
+    Both,
+}
+
+impl Net {
+    /// Parses `loopback`, `veth` or `both`.
+    pub fn parse(s: &str) -> Result<Net, String> {
+        match s {
+            "loopback" | "lo" => Ok(Net::Loopback),
+            "veth" => Ok(Net::Veth),
+            "both" => Ok(Net::Both),
+            other => Err(format!("unknown --net {other:?} (loopback, veth or both)")),
+        }
+    }
+}
+
+/// The variants as `net` runs them: over the veth a variant's name carries
+/// [`VETH_SUFFIX`]; with both, each loopback variant is followed by its veth twin.
+pub fn on_net(variants: Vec<Variant>, net: Net) -> Vec<Variant> {
+    let veth = |v: &Variant| Variant {
+        name: format!("{}{VETH_SUFFIX}", v.name),
+        title: format!("{} (over a veth pair)", v.title),
+        ..v.clone()
+    };
+    match net {
+        Net::Loopback => variants,
+        Net::Veth => variants.iter().map(veth).collect(),
+        Net::Both => variants.iter().flat_map(|v| [v.clone(), veth(v)]).collect(),
+    }
+}
 
 /// Picks the variants: `--scenario` names scenarios (`S5`) or variants (`S5:c1000`),
 /// comma-separated; without it, the default variants, or all with `full`.
@@ -86,17 +127,27 @@ mod tests {
     fn default_run_has_one_variant_of_each_of_s1_to_s9_and_s9_sweeps() {
         let all = catalogue();
         let def = select(&all, None, false).unwrap();
-        for s in ["S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8"] {
+        for s in ["S1", "S2", "S3", "S4", "S5", "S6", "S8"] {
             assert_eq!(def.iter().filter(|v| v.scenario == s).count(), 1, "{s}");
         }
+        // Issue 28: a regression in 16 KiB echo or a connection per request shows on
+        // the main job.
+        let ids: Vec<String> = def.iter().map(Variant::id).collect();
+        for id in ["S7 64B", "S7 16KiB", "S10 x1", "S9 capacity"] {
+            assert!(ids.iter().any(|i| i == id), "{id} not in {ids:?}");
+        }
         let s9: Vec<&Variant> = def.iter().filter(|v| v.scenario == "S9").collect();
-        assert_eq!(s9.len(), OPEN_LOOP_DEFAULT.len());
+        assert_eq!(
+            s9.len(),
+            OPEN_LOOP_DEFAULT.len() + 1,
+            "the rates and the capacity"
+        );
         assert!(def
             .iter()
-            .all(|v| !matches!(v.scenario, "S10" | "S11" | "S12" | "S13" | "S14")));
+            .all(|v| !matches!(v.scenario, "S11" | "S12" | "S13" | "S14" | "S15")));
         let full = select(&all, None, true).unwrap();
         assert_eq!(full.len(), all.len());
-        for s in ["S10", "S11", "S12", "S13", "S14"] {
+        for s in ["S10", "S11", "S12", "S13", "S14", "S15"] {
             assert!(full.iter().any(|v| v.scenario == s), "{s}");
         }
     }
@@ -112,9 +163,9 @@ mod tests {
         assert_eq!(ids, ["S5 c50", "S8 p16"], "default variant, scenario order");
         let s5_full = select(&all, Some("S5"), true).unwrap();
         assert_eq!(s5_full.len(), 2);
-        let s10 = select(&all, Some("S10"), false).unwrap();
+        let s11 = select(&all, Some("S11"), false).unwrap();
         assert_eq!(
-            s10.len(),
+            s11.len(),
             2,
             "a scenario with no default variant runs all of them"
         );

@@ -35,6 +35,10 @@ pub const TITLES: &[(&str, &str)] = &[
         "S14",
         "Python loops: ringway's asyncio loop vs asyncio, uvloop, rloop",
     ),
+    (
+        "S15",
+        "Python frameworks: uvicorn on each loop, aiohttp, granian (one ASGI app)",
+    ),
 ];
 
 /// What a reader must know to read scenario `id` right.
@@ -57,7 +61,10 @@ pub fn note(id: &str) -> Option<&'static str> {
         "S7" => "Echo servers exist for ringway, tokio, monoio and the floor only.",
         "S9" => {
             "Every peer is offered the same rates (a share of ringway/uring's S5 capacity); \
-                 latency is timed from each request's intended send time."
+                 latency is timed from each request's intended send time. A round whose \
+                 window held a host stall shows its tail but is not ranked. The capacity \
+                 variant steps the rate up and reports the highest rate with p99 under 1 ms \
+                 and under 10 ms."
         }
         "S11" => "TLS peers: ringway (rustls) and nginx (OpenSSL).",
         "S12" => {
@@ -72,6 +79,14 @@ pub fn note(id: &str) -> Option<&'static str> {
                   ratios are to py-ringway. The HTTP server counts request heads and answers \
                   each with two write() calls (headers, body), without a date header. Native \
                   echo servers for the same shapes are in S7."
+        }
+        "S15" => {
+            "One ASGI app (crates/ringway-bench/python/serve.py, no framework between it and \
+                  the server) under uvicorn (httptools) on each loop, the same endpoints on \
+                  aiohttp's server, and granian (one worker, one runtime thread); one process on \
+                  the server core, `ringway load` on the client core; ratios are to \
+                  uvicorn-ringway. The environment is made by the suite from PyPI (Python \
+                  3.12) with a release build of ringway's loop."
         }
         "S13" => {
             "A peer that does not parse HTTP (the raw loops, the floor) answers malformed \

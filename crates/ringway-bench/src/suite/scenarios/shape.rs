@@ -70,6 +70,19 @@ pub enum Shape {
         /// Loaded connections.
         conns: usize,
     },
+    /// Open loop at a fixed offered rate (S15: the same rate for every Python server),
+    /// latency from the intended send time.
+    Rate {
+        /// Connections.
+        conns: usize,
+        /// Offered requests per second.
+        rps: u32,
+    },
+    /// The capacity search: the open-loop rate stepped up until p99 passes 10 ms.
+    Capacity {
+        /// Connections.
+        conns: usize,
+    },
     /// A closed loop on `conns` connections while malformed requests and slow clients
     /// arrive on other connections.
     Hostile {
@@ -88,6 +101,21 @@ impl Shape {
         )
     }
 
+    /// The rate an open-loop shape offers, `base` being the run's capacity (100%).
+    pub fn offered(&self, base: Option<f64>) -> Option<f64> {
+        match *self {
+            Shape::Open { percent, .. } => base.map(|b| b * f64::from(percent) / 100.0),
+            Shape::Rate { rps, .. } => Some(f64::from(rps)),
+            _ => None,
+        }
+    }
+
+    /// `true` for the shapes whose rate is offered (latency from the intended send
+    /// time).
+    pub fn open(&self) -> bool {
+        matches!(self, Shape::Open { .. } | Shape::Rate { .. })
+    }
+
     /// The connections the client opens (the largest, for backlogs and limits).
     pub fn connections(&self) -> usize {
         match *self {
@@ -98,7 +126,9 @@ impl Shape {
             | Shape::Open { conns, .. }
             | Shape::Echo { conns, .. }
             | Shape::EchoFramed { conns }
-            | Shape::Hostile { conns } => conns,
+            | Shape::Hostile { conns }
+            | Shape::Rate { conns, .. }
+            | Shape::Capacity { conns } => conns,
             Shape::Batch { size, .. } => size,
             Shape::Idle { idle, conns } => idle + conns,
         }
