@@ -48,9 +48,15 @@ pub fn run(opts: &Options) -> Result<Outcome, String> {
 
 /// Writes results.json and report.html into `opts.out`; the terminal text with them.
 fn write_outputs(opts: &Options, results: Results) -> Result<Outcome, String> {
-    let changes = match &opts.compare {
-        Some(path) => compare::changes(&results, &compare::load(path)?),
-        None => Vec::new(),
+    let (changes, verdicts) = match &opts.compare {
+        Some(path) => {
+            let old = compare::load(path)?;
+            (
+                compare::changes(&results, &old),
+                compare::verdicts(&results, &old),
+            )
+        }
+        None => (Vec::new(), Vec::new()),
     };
     let json = opts.out.join("results.json");
     // results.json carries the headline's verdicts beside what they were made from.
@@ -66,7 +72,7 @@ fn write_outputs(opts: &Options, results: Results) -> Result<Outcome, String> {
     std::fs::write(&html, html::render(&results, &changes))
         .map_err(|e| format!("{}: {e}", html.display()))?;
     Ok(Outcome {
-        text: terminal::render_all(&results, &changes),
+        text: terminal::render_all(&results, &changes) + &compare::verdicts_text(&verdicts),
         results,
         json,
         html,

@@ -8,6 +8,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::suite::report::headline::headlines;
+use crate::suite::report::verdict::Call;
 use crate::suite::results::Results;
 
 /// One row's change.
@@ -34,6 +36,63 @@ fn ratio(new: Option<f64>, old: Option<f64>) -> Option<f64> {
         (Some(n), Some(o)) if o > 0.0 && n > 0.0 => Some(n / o),
         _ => None,
     }
+}
+
+/// One variant's verdict in both runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VerdictPair {
+    /// `S5`.
+    pub scenario: String,
+    /// `c50`.
+    pub variant: String,
+    /// The earlier run's call, if it had one.
+    pub old: Option<Call>,
+    /// This run's call, if it has one.
+    pub new: Option<Call>,
+}
+
+/// The headline verdicts of both runs, variant by variant (the variants both have):
+/// two default runs in a row on one machine should give the same call everywhere.
+pub fn verdicts(new: &Results, old: &Results) -> Vec<VerdictPair> {
+    let before = headlines(old);
+    headlines(new)
+        .into_iter()
+        .filter_map(|h| {
+            let o = before
+                .iter()
+                .find(|o| o.scenario == h.scenario && o.variant == h.variant)?;
+            Some(VerdictPair {
+                old: o.call(),
+                new: h.call(),
+                scenario: h.scenario,
+                variant: h.variant,
+            })
+        })
+        .collect()
+}
+
+/// The terminal's lines for [`verdicts`].
+pub fn verdicts_text(pairs: &[VerdictPair]) -> String {
+    if pairs.is_empty() {
+        return String::new();
+    }
+    let words = |c: Option<Call>| c.map_or("no verdict", Call::words);
+    let same = pairs.iter().filter(|p| p.old == p.new).count();
+    let mut out = format!(
+        "\n== Verdicts against the earlier run: {same} of {} the same\n",
+        pairs.len()
+    );
+    for p in pairs {
+        out.push_str(&format!(
+            "  {} {:<12} {:<20} -> {}{}\n",
+            p.scenario,
+            p.variant,
+            words(p.old),
+            words(p.new),
+            if p.old == p.new { "" } else { "   CHANGED" }
+        ));
+    }
+    out
 }
 
 /// Reads an earlier `results.json`.
@@ -97,5 +156,48 @@ mod tests {
         std::fs::write(&dir, "{}").unwrap();
         assert!(load(&dir).unwrap_err().contains("not a results.json"));
         std::fs::remove_file(&dir).unwrap();
+    }
+
+    #[test]
+    fn verdicts_of_two_runs_are_paired_by_variant() {
+        use crate::suite::results::{aggregate, Round, RINGWAY};
+        let run = |peer_cpu: f64| {
+            let rounds: Vec<Round> = (1..=5)
+                .flat_map(|n| {
+                    [(RINGWAY, 4.0), ("x", peer_cpu)].map(|(peer, cpu)| Round {
+                        peer: peer.into(),
+                        scenario: "S5".into(),
+                        variant: "c50".into(),
+                        round: n,
+                        ok: true,
+                        clean: true,
+                        cpu_us_per_req: cpu + 0.01 * n as f64,
+                        ..Round::default()
+                    })
+                })
+                .collect();
+            let rows = [RINGWAY, "x"]
+                .iter()
+                .map(|p| {
+                    let mine: Vec<&Round> = rounds.iter().filter(|r| r.peer == *p).collect();
+                    aggregate(&mine, "t")
+                })
+                .collect();
+            Results {
+                rows,
+                rounds,
+                ..Results::default()
+            }
+        };
+        let same = verdicts(&run(6.0), &run(6.2));
+        assert_eq!(same.len(), 1);
+        assert_eq!(
+            (same[0].old, same[0].new),
+            (Some(Call::Ahead), Some(Call::Ahead))
+        );
+        assert!(verdicts_text(&same).contains("1 of 1 the same"));
+        let changed = verdicts(&run(4.0), &run(6.0));
+        assert_eq!(changed[0].new, Some(Call::Level));
+        assert!(verdicts_text(&changed).contains("CHANGED"));
     }
 }

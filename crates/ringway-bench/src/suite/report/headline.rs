@@ -223,19 +223,25 @@ fn headline(results: &Results, scenario: &str, variant: &str) -> Option<Headline
             .iter()
             .filter(move |r| r.scenario == scenario && r.variant == variant)
     };
+    // Clean rounds when both sides have them; else (one connection's ping-pong never
+    // saturates a core) the successful ones, as the rows do, and the sentence says so.
     let pair = |peer: &str| {
-        paired(
-            results,
-            Pairing {
-                scenario,
-                variant,
-                reference: who,
-                peer,
-                usable: figure.usable(),
-            },
-            |r| figure.of_round(r),
-            figure.higher_is_better(),
-        )
+        let by = |usable| {
+            paired(
+                results,
+                Pairing {
+                    scenario,
+                    variant,
+                    reference: who,
+                    peer,
+                    usable,
+                },
+                |r| figure.of_round(r),
+                figure.higher_is_better(),
+            )
+        };
+        let first = figure.usable();
+        by(first).or_else(|| first.fallback().and_then(by))
     };
     let best = best_of(rows().filter(|r| r.peer != who && r.peer != FLOOR), figure);
     let timed = best.and_then(|(r, _)| pair(&r.peer));

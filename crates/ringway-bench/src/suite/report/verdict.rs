@@ -170,6 +170,11 @@ pub enum Usable {
     Clean,
     /// Clean rounds without a host stall in their window (tails).
     StallFree,
+    /// Successful rounds, clean or not: for shapes where neither side saturates its
+    /// core (one connection's ping-pong), as the rows then do, and marked so.
+    Ok,
+    /// Successful rounds without a host stall.
+    OkStallFree,
 }
 
 impl Usable {
@@ -178,6 +183,17 @@ impl Usable {
         match self {
             Usable::Clean => r.ok && r.clean,
             Usable::StallFree => r.ok && r.clean && !r.stalled,
+            Usable::Ok => r.ok,
+            Usable::OkStallFree => r.ok && !r.stalled,
+        }
+    }
+
+    /// What to fall back to when no pair of rounds is usable this way.
+    pub fn fallback(self) -> Option<Usable> {
+        match self {
+            Usable::Clean => Some(Usable::Ok),
+            Usable::StallFree => Some(Usable::OkStallFree),
+            Usable::Ok | Usable::OkStallFree => None,
         }
     }
 }

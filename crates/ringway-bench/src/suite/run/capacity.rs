@@ -22,7 +22,7 @@ use crate::suite::run::variant::VariantOutcome;
 use crate::suite::scenarios::{Shape, Variant};
 
 /// The offered rates, in percent of the run's capacity base (ringway's S5 c50).
-pub const STEPS: &[u32] = &[10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 115];
+pub const STEPS: &[u32] = &[10, 25, 40, 55, 70, 85, 100, 115];
 /// A peer keeps up when it completes at least this share of the offered rate.
 pub const KEEP_UP: f64 = 0.95;
 /// The two bounds, microseconds.
