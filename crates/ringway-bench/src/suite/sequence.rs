@@ -214,9 +214,18 @@ impl<'a> Sequence<'a> {
                 }
             }
         }
-        results
-            .rows
-            .extend(variant::rows(v, &self.selected, &outcome));
+        if matches!(v.shape, Shape::Capacity { .. }) {
+            results.capacity.extend(
+                self.selected
+                    .iter()
+                    .filter(|p| outcome.rounds.iter().any(|r| r.peer == p.name))
+                    .map(|p| capacity::capacity(p.name, &outcome.rounds)),
+            );
+        } else {
+            results
+                .rows
+                .extend(variant::rows(v, &self.selected, &outcome));
+        }
         results.wrk.extend(outcome.wrk);
         results.rounds.extend(outcome.rounds);
         results.not_measured.extend(outcome.not_measured);

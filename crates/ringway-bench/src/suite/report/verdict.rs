@@ -9,8 +9,9 @@
 //! (the binomial argument for the median: the interval between the k-th smallest and
 //! the k-th largest of n ratios holds the true median with probability
 //! `1 - 2·P(Binomial(n, ½) < k)`). The widest k whose confidence is at least 90% is
-//! taken; with fewer than five pairs no k reaches 90% and the interval is the whole
-//! range of the pairs, its lower confidence printed beside it.
+//! taken; with fewer than five pairs no k reaches 90%: the interval is the whole range
+//! of the pairs, its lower confidence printed beside it, and the call is level (too few
+//! pairs to claim a difference).
 //!
 //! The call comes from the interval, never from the medians: **ahead** when the whole
 //! interval is above [`LEVEL_BAND`] (ringway better by more than the suite resolves),
@@ -153,13 +154,19 @@ pub fn interval(ratios: &[f64], band: f64) -> Option<Paired> {
     }
     let confidence = (1.0 - 2.0 * binomial_below(n, k)).max(0.0);
     let (lo, hi) = (v[k - 1], v[n - k]);
+    // Too few pairs for a 90% interval: no win and no loss can be claimed.
+    let call = if confidence >= CONFIDENCE {
+        Call::of(lo, hi, band)
+    } else {
+        Call::Level
+    };
     Some(Paired {
         median,
         lo,
         hi,
         pairs: n,
         confidence,
-        call: Call::of(lo, hi, band),
+        call,
     })
 }
 
@@ -339,6 +346,8 @@ mod tests {
         assert_eq!((p.lo, p.median, p.hi), (0.95, 1.02, 1.10));
         assert!((p.confidence - 0.75).abs() < 1e-9, "{}", p.confidence);
         assert_eq!(p.call, Call::Level, "an interval across 1 is level");
+        let p = interval(&[1.30, 1.35, 1.40], LEVEL_BAND).unwrap();
+        assert_eq!(p.call, Call::Level, "three pairs (75%) claim nothing");
         // Five pairs: the range has 93.75%.
         let p = interval(&[1.10, 1.12, 1.08, 1.15, 1.09], LEVEL_BAND).unwrap();
         assert_eq!((p.lo, p.hi), (1.08, 1.15));
