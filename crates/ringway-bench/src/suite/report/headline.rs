@@ -15,7 +15,7 @@
 use serde::Serialize;
 
 use crate::suite::report::verdict::{
-    counted, overall, paired, Call, Counted, Evidence, Paired, Pairing, Usable,
+    counted, overall, paired, Call, Counted, Evidence, Paired, Pairing, Usable, CONFIDENCE,
 };
 use crate::suite::results::{reference_peer, Results, Round, Row};
 
@@ -240,8 +240,19 @@ fn headline(results: &Results, scenario: &str, variant: &str) -> Option<Headline
                 figure.higher_is_better(),
             )
         };
+        // Clean pairs when there are enough of them for a 90% interval; else all the
+        // successful pairs if they are more.
         let first = figure.usable();
-        by(first).or_else(|| first.fallback().and_then(by))
+        let clean = by(first);
+        if clean.as_ref().is_some_and(|p| p.confidence >= CONFIDENCE) {
+            return clean;
+        }
+        let all = first.fallback().and_then(by);
+        match (clean, all) {
+            (Some(c), Some(a)) if a.pairs > c.pairs => Some(a),
+            (Some(c), _) => Some(c),
+            (None, a) => a,
+        }
     };
     let best = best_of(rows().filter(|r| r.peer != who && r.peer != FLOOR), figure);
     let timed = best.and_then(|(r, _)| pair(&r.peer));

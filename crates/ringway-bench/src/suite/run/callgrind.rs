@@ -116,6 +116,9 @@ pub fn count(
     let mut argv = vec![
         "valgrind".to_string(),
         "--tool=callgrind".to_string(),
+        // Servers that start their workers with exec (granian's, a Python server's
+        // spawned processes) are counted too: one dump per process, summed.
+        "--trace-children=yes".to_string(),
         format!("--callgrind-out-file={}", out_file.display()),
     ];
     argv.extend(spec.argv.iter().cloned());
