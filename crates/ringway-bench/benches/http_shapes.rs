@@ -19,7 +19,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use ringway_bench::server::{self, LaunchSpec, RunningServer, KILL_GRACE};
+use ringway_bench::measure::launch::{self, LaunchSpec, RunningServer, KILL_GRACE};
 
 const REQUEST: &[u8] = b"GET /plaintext HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
 
@@ -137,7 +137,7 @@ fn shapes(c: &mut Criterion) {
         pin_self_to(1);
     }
     for (name, argv) in servers() {
-        let mut srv: RunningServer = server::start(&LaunchSpec::new(argv), two_cpus.then_some("0"))
+        let mut srv: RunningServer = launch::start(&LaunchSpec::new(argv), two_cpus.then_some("0"))
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let addr = srv.addr();
 

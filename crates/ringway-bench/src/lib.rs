@@ -1,27 +1,22 @@
-//! Shared plumbing of the echo benchmark.
+//! ringway-bench: the benchmark suite behind `ringway bench` (ringway against tokio,
+//! hyper, monoio, compio, glommio, may-minihttp, nginx, the Python loops and a raw
+//! io_uring floor, on the scenarios of `docs/benchmarks.md`), the servers it measures
+//! that are written here, and the echo benchmark (`echo-bench`).
 //!
-//! The binaries in `src/bin` are deliberately small; everything the harness needs that is
-//! not a peer or the load client lives here, split into modules that can be tested without
-//! starting a server: reading a process's CPU time from `/proc`, picking a free port,
-//! spawning and stopping pinned processes, parsing `strace -c` tables and `perf stat` counters, and summarising
-//! and formatting the results.
+//! The crate is four rooms, each depending only on the ones listed before it:
+//!
+//! - [`peers`]: what the peer binaries of `src/bin` share (the canned responses, the raw
+//!   HTTP loop, the listeners, the floors' buffer ring, hyper's service), so that the
+//!   peers differ in their runtime, never in the HTTP work they do;
+//! - [`measure`]: measuring processes from outside: spawning and watching them pinned,
+//!   their CPU time from `/proc`, syscall counts from `perf stat` and `strace -c`, free
+//!   ports, starting a server and knowing it is ready, medians and text tables;
+//! - [`suite`]: `ringway bench` itself: the peer registry, the scenarios, the rounds,
+//!   the verdicts and the reports;
+//! - [`echo_bench`]: the echo benchmark of the runtime issue (`echo-bench`): its servers,
+//!   its loads and its round records.
 
-pub mod canned;
-pub mod floor_ring;
-pub mod heads;
-#[cfg(feature = "peers")]
-pub mod hyper_hello;
-pub mod listen;
-pub mod peer_kit;
+pub mod echo_bench;
+pub mod measure;
 pub mod peers;
-pub mod perfstat;
-pub mod ports;
-pub mod process;
-pub mod procstat;
-pub mod report;
-pub mod scenario;
-pub mod server;
-pub mod stats;
-pub mod strace;
 pub mod suite;
-pub mod table;

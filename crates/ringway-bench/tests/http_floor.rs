@@ -2,7 +2,8 @@
 //! once, in order, however the requests are split across writes; a flood of pipelined
 //! requests read late (so that sends go short and responses are owed while a send is in
 //! flight) loses and duplicates nothing; and heads sent just before the client closes
-//! its side are still answered.
+//! its side are still answered. Over TLS (S11) the same holds, and a client that does not
+//! speak TLS is closed.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -10,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::Duration;
 
-use ringway_bench::canned::{App, Canned, DATE_LEN};
+use ringway_bench::peers::canned::{App, Canned, DATE_LEN};
 
 /// The floor on a free port, killed (by its pid) when dropped.
 struct Floor {
@@ -155,4 +156,101 @@ fn body_app_sends_the_static_file_response() {
     s.write_all(&REQ.repeat(4)).unwrap();
     read_app_responses(&mut s, 4, App::Body);
     assert_silent(&mut s);
+}
+
+/// The floor over TLS (S11): its certificate, made here, is the client's only root.
+struct TlsFloor {
+    floor: Floor,
+    roots: rustls::RootCertStore,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for TlsFloor {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn start_tls() -> TlsFloor {
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let dir = std::env::temp_dir().join(format!("floor-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert, ck.cert.pem()).unwrap();
+    std::fs::write(&key, ck.key_pair.serialize_pem()).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_http-floor"))
+        .args(["--bind", "127.0.0.1:0", "--tls-cert"])
+        .arg(&cert)
+        .arg("--tls-key")
+        .arg(&key)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_string();
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ck.cert.der().clone()).unwrap();
+    TlsFloor {
+        floor: Floor { child, addr },
+        roots,
+        dir,
+    }
+}
+
+fn tls_client(f: &TlsFloor) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let cfg = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(f.roots.clone())
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let conn = rustls::ClientConnection::new(std::sync::Arc::new(cfg), name).unwrap();
+    rustls::StreamOwned::new(conn, connect(&f.floor.addr))
+}
+
+#[test]
+fn over_tls_every_head_gets_its_response_and_a_broken_handshake_is_closed() {
+    let f = start_tls();
+    let mut c = tls_client(&f);
+    // Three pipelined in one record, then one split across two records.
+    c.write_all(&REQ.repeat(3)).unwrap();
+    c.flush().unwrap();
+    c.write_all(&REQ[..7]).unwrap();
+    c.flush().unwrap();
+    thread::sleep(Duration::from_millis(50));
+    c.write_all(&REQ[7..]).unwrap();
+    let canned = Canned::new(App::Hello);
+    let mut got = vec![0u8; 4 * canned.as_bytes().len()];
+    c.read_exact(&mut got).unwrap();
+    let date_at = canned.date_offset();
+    for r in got.chunks(canned.as_bytes().len()) {
+        assert_eq!(r[..date_at], canned.as_bytes()[..date_at]);
+        assert_eq!(
+            r[date_at + DATE_LEN..],
+            canned.as_bytes()[date_at + DATE_LEN..]
+        );
+    }
+    // Bytes that are not TLS: the floor answers with nothing but an alert and closes.
+    let mut raw = connect(&f.floor.addr);
+    raw.write_all(REQ).unwrap();
+    let mut rest = Vec::new();
+    let _ = raw.read_to_end(&mut rest);
+    assert!(
+        !rest.windows(4).any(|w| w == b"HTTP"),
+        "no plaintext answer"
+    );
+    // And it still serves a new TLS client afterwards.
+    let mut again = tls_client(&f);
+    again.write_all(REQ).unwrap();
+    let mut one = vec![0u8; canned.as_bytes().len()];
+    again.read_exact(&mut one).unwrap();
+    assert_eq!(one[..date_at], canned.as_bytes()[..date_at]);
 }

@@ -52,6 +52,8 @@ fn smoke_run_writes_the_table_the_json_and_the_report() {
             "--warmup",
             "0.2",
             "--no-progress",
+            // The counted instructions (valgrind) of debug builds would take minutes.
+            "--no-counted",
         ])
         .arg("--out")
         .arg(&out)
@@ -119,6 +121,38 @@ fn smoke_run_writes_the_table_the_json_and_the_report() {
         .unwrap();
     assert_eq!(ringway_s5["ratio_to_ringway"].as_f64(), Some(1.0));
 
+    // The headline's verdicts (from paired rounds), the capacity at a latency bound of
+    // both peers, every round's host-stall record.
+    let headline = json["headline"].as_array().unwrap();
+    let s5 = headline
+        .iter()
+        .find(|h| h["scenario"] == "S5")
+        .expect("a headline for S5");
+    // The floor is not a peer to beat: no best peer here, the floor beside, paired.
+    assert!(s5["best"].is_null(), "{s5}");
+    assert!(s5["floor"].as_f64().is_some(), "{s5}");
+    assert_eq!(s5["floor_paired"]["pairs"].as_u64(), Some(1), "{s5}");
+    for h in headline {
+        assert!(
+            h.get("verdict").is_some() && h.get("timed").is_some(),
+            "{h}"
+        );
+    }
+    let capacity = json["capacity"].as_array().unwrap();
+    for peer in PEERS {
+        let c = capacity.iter().find(|c| c["peer"] == *peer);
+        assert!(
+            c.is_some_and(|c| c["steps"].as_u64().unwrap_or(0) >= 1),
+            "no capacity steps for {peer}: {capacity:?}"
+        );
+    }
+    for r in json["rounds"].as_array().unwrap() {
+        assert!(
+            r["stalled"].is_boolean() && r["steal_ms"].is_number(),
+            "{r}"
+        );
+    }
+
     // report.html: well-formed, a chart (an inline SVG) per scenario, the headline first.
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     let opts = roxmltree::ParsingOptions {
@@ -142,5 +176,10 @@ fn smoke_run_writes_the_table_the_json_and_the_report() {
         .find(|n| n.tag_name().name() == "h2")
         .unwrap();
     assert_eq!(first_h2.attribute("id"), Some("headline"));
+    assert!(
+        doc.descendants()
+            .any(|n| n.attribute("id") == Some("capacity")),
+        "the capacity section"
+    );
     std::fs::remove_dir_all(&out).unwrap();
 }

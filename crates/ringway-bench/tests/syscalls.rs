@@ -26,8 +26,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use ringway_bench::perfstat::{counter, parse_perf_csv};
-use ringway_bench::process::{Stream, Watched};
+use ringway_bench::measure::perfstat::{counter, parse_perf_csv};
+use ringway_bench::measure::process::{Stream, Watched};
 
 /// Directory of this profile's binaries (the test runs from `target/<profile>/deps`).
 fn profile_dir() -> PathBuf {
@@ -143,7 +143,7 @@ fn count(server_argv: &[String]) -> Count {
         "echo-client failed: {}",
         String::from_utf8_lossy(&client.stderr)
     );
-    ringway_bench::process::send_signal(perf.id(), libc::SIGINT).unwrap();
+    ringway_bench::measure::process::send_signal(perf.id(), libc::SIGINT).unwrap();
     perf.wait().unwrap();
     server.stop(Duration::from_secs(2)).unwrap();
     let text = std::fs::read_to_string(&out).expect("perf output");

@@ -34,7 +34,7 @@ enum Command {
     Load(load::LoadArgs),
     /// HTTP/1.1 server (ringway-http): --hello, --json, --echo-request, --static DIR.
     Serve(serve::ServeArgs),
-    /// Benchmark suite: ringway and its peers on the scenarios of benchmarks.md.
+    /// Benchmark suite: ringway and its peers on the scenarios of docs/benchmarks.md.
     Bench(Box<bench::BenchArgs>),
 }
 

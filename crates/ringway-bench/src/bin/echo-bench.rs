@@ -27,15 +27,15 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use clap::Parser;
 use serde::Serialize;
 
-use ringway_bench::peers::{self, Peer};
-use ringway_bench::perfstat::{counter, parse_perf_csv, SYSCALL_EVENTS};
-use ringway_bench::process::{send_signal, Event, Stream, WaitError, Watched};
-use ringway_bench::procstat::{clock_ticks_per_second, read_cpu_ns, read_cpu_steal};
-use ringway_bench::report::{render_scenario, RoundRecord};
-use ringway_bench::scenario::{parse_scenarios, Scenario};
-use ringway_bench::server::{self, LaunchSpec, RunningServer, KILL_GRACE, READY_TIMEOUT};
-use ringway_bench::strace::parse_strace_summary;
-use ringway_bench::table::{fmt_rate, render};
+use ringway_bench::echo_bench::loads::{parse_scenarios, Scenario};
+use ringway_bench::echo_bench::rounds::{render_scenario, RoundRecord};
+use ringway_bench::echo_bench::servers::{self, Peer};
+use ringway_bench::measure::launch::{self, LaunchSpec, RunningServer, KILL_GRACE, READY_TIMEOUT};
+use ringway_bench::measure::perfstat::{counter, parse_perf_csv, SYSCALL_EVENTS};
+use ringway_bench::measure::process::{send_signal, Event, Stream, WaitError, Watched};
+use ringway_bench::measure::procstat::{clock_ticks_per_second, read_cpu_ns, read_cpu_steal};
+use ringway_bench::measure::strace::parse_strace_summary;
+use ringway_bench::measure::text_table::{fmt_rate, render};
 
 /// Echo benchmark harness.
 #[derive(Parser)]
@@ -105,7 +105,7 @@ struct Env {
 }
 
 fn start_server(peer: &Peer, cpu: usize) -> Result<RunningServer, String> {
-    server::start(&LaunchSpec::new(peer.argv.clone()), Some(&cpu.to_string()))
+    launch::start(&LaunchSpec::new(peer.argv.clone()), Some(&cpu.to_string()))
 }
 
 /// What the client printed as its result.
@@ -194,52 +194,31 @@ fn failed(sc: Scenario, peer: &Peer, round: usize, why: String) -> RoundRecord {
     }
 }
 
-fn run_round(env: &Env, args: &Args, sc: Scenario, peer: &Peer, round: usize) -> RoundRecord {
-    let mut server = match start_server(peer, args.server_cpu) {
-        Ok(s) => s,
-        Err(why) => return failed(sc, peer, round, why),
-    };
-    let pid = server.proc.pid();
-    let cores = [args.server_cpu, args.client_cpu];
-    let steal = || -> Option<u64> { cores.iter().map(|&c| read_cpu_steal(c).ok()).sum() };
-    let mut before = None;
-    let client = run_client(env, args, sc, server.port, args.warmup, || {
-        before = read_cpu_ns(pid).ok().map(|t| (t, Instant::now(), steal()));
-    });
-    let after = read_cpu_ns(pid);
-    let (window_end, steal_end) = (Instant::now(), steal());
-    let server_alive = matches!(server.proc.try_wait(), Ok(None));
-    let server_tail = server.proc.stderr_tail();
-    let _ = server.proc.stop(KILL_GRACE);
+/// What was read around a round's measured window.
+struct Window {
+    start: Instant,
+    end: Instant,
+    cpu_ns: u64,
+    steal: (Option<u64>, Option<u64>),
+}
 
-    let (res, client_ok, client_tail) = match client {
-        Ok(c) => c,
-        Err(why) => return failed(sc, peer, round, why),
-    };
-    if !server_alive {
-        return failed(
-            sc,
-            peer,
-            round,
-            format!("server died during the round; stderr: {server_tail}"),
-        );
-    }
-    let (Some((before, window_start, steal_start)), Ok(after)) = (before, after) else {
-        return failed(
-            sc,
-            peer,
-            round,
-            "could not read the server's /proc stat".into(),
-        );
-    };
+/// The record of a round whose client finished and whose server stayed up.
+/// `client` is the client's result, whether it exited well, and its stderr tail.
+fn record_round(
+    env: &Env,
+    args: &Args,
+    sc: Scenario,
+    peer: &Peer,
+    round: usize,
+    client: (&ClientResult, bool, &str),
+    w: Window,
+) -> RoundRecord {
+    let (res, client_ok, client_tail) = client;
     // The server is charged from the client's `measuring` line until the client is gone.
-    let window = window_end
-        .duration_since(window_start)
-        .as_secs_f64()
-        .max(1e-9);
-    let server_cpu_s = after.saturating_sub(before) as f64 / 1e9;
+    let window = w.end.duration_since(w.start).as_secs_f64().max(1e-9);
+    let server_cpu_s = w.cpu_ns as f64 / 1e9;
     let server_share = server_cpu_s / window;
-    let steal_share = match (steal_start, steal_end) {
+    let steal_share = match w.steal {
         (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64 / env.hz / window),
         _ => None,
     };
@@ -281,6 +260,61 @@ fn run_round(env: &Env, args: &Args, sc: Scenario, peer: &Peer, round: usize) ->
     }
 }
 
+fn run_round(env: &Env, args: &Args, sc: Scenario, peer: &Peer, round: usize) -> RoundRecord {
+    let mut server = match start_server(peer, args.server_cpu) {
+        Ok(s) => s,
+        Err(why) => return failed(sc, peer, round, why),
+    };
+    let pid = server.proc.pid();
+    let cores = [args.server_cpu, args.client_cpu];
+    let steal = || -> Option<u64> { cores.iter().map(|&c| read_cpu_steal(c).ok()).sum() };
+    let mut before = None;
+    let client = run_client(env, args, sc, server.port, args.warmup, || {
+        before = read_cpu_ns(pid).ok().map(|t| (t, Instant::now(), steal()));
+    });
+    let after = read_cpu_ns(pid);
+    let (window_end, steal_end) = (Instant::now(), steal());
+    let server_alive = matches!(server.proc.try_wait(), Ok(None));
+    let server_tail = server.proc.stderr_tail();
+    let _ = server.proc.stop(KILL_GRACE);
+
+    let (res, client_ok, client_tail) = match client {
+        Ok(c) => c,
+        Err(why) => return failed(sc, peer, round, why),
+    };
+    if !server_alive {
+        return failed(
+            sc,
+            peer,
+            round,
+            format!("server died during the round; stderr: {server_tail}"),
+        );
+    }
+    let (Some((before, window_start, steal_start)), Ok(after)) = (before, after) else {
+        return failed(
+            sc,
+            peer,
+            round,
+            "could not read the server's /proc stat".into(),
+        );
+    };
+    let window = Window {
+        start: window_start,
+        end: window_end,
+        cpu_ns: after.saturating_sub(before),
+        steal: (steal_start, steal_end),
+    };
+    record_round(
+        env,
+        args,
+        sc,
+        peer,
+        round,
+        (&res, client_ok, &client_tail),
+        window,
+    )
+}
+
 /// Syscall counts of one peer under strace or perf.
 #[derive(Serialize)]
 struct SyscallRecord {
@@ -294,6 +328,94 @@ struct SyscallRecord {
     io_uring_enter_per_msg: f64,
     /// (name, calls) for every syscall strace saw, most calls first (empty with perf).
     calls: Vec<(String, u64)>,
+}
+
+/// Starts `argv` (strace or perf) on the client core and waits until it is attached.
+fn start_tracer(args: &Args, argv: &[String]) -> Result<Watched, String> {
+    let mut tracer = Watched::spawn(Some(args.client_cpu), argv)
+        .map_err(|e| format!("cannot start {}: {e}", argv[0]))?;
+    match args.syscall_tool {
+        SyscallTool::Strace => {
+            let attached =
+                tracer.wait_for_line(Stream::Stderr, |l| l.contains("attached"), READY_TIMEOUT);
+            if let Err(e) = attached {
+                let tail = tracer.stderr_tail();
+                let _ = tracer.stop(KILL_GRACE);
+                return Err(format!("strace did not attach ({e:?}); stderr: {tail}"));
+            }
+        }
+        SyscallTool::Perf => {
+            // perf prints nothing when it has attached; the server is idle until the
+            // client connects, so giving it time to attach loses no syscall.
+            std::thread::sleep(Duration::from_millis(500));
+            if !matches!(tracer.try_wait(), Ok(None)) {
+                while tracer
+                    .next_event(Instant::now() + Duration::from_millis(200))
+                    .is_ok()
+                {}
+                return Err(format!(
+                    "perf exited at once; stderr: {}",
+                    tracer.stderr_tail()
+                ));
+            }
+        }
+    }
+    Ok(tracer)
+}
+
+/// Total syscalls, `io_uring_enter` calls, and (name, calls) per syscall (strace only).
+type Counts = (u64, u64, Vec<(String, u64)>);
+
+/// The [`Counts`] in the tracer's output.
+fn read_counts(tool: SyscallTool, text: &str) -> Result<Counts, String> {
+    match tool {
+        SyscallTool::Strace => match parse_strace_summary(text) {
+            Ok(table) => {
+                let calls: Vec<(String, u64)> = table
+                    .rows
+                    .iter()
+                    .map(|r| (r.name.clone(), r.calls))
+                    .collect();
+                Ok((table.total_calls, table.calls("io_uring_enter"), calls))
+            }
+            Err(e) => Err(format!("strace output: {e}")),
+        },
+        SyscallTool::Perf => {
+            let counters = parse_perf_csv(text);
+            let (Some(total), Some(enters)) = (
+                counter(&counters, "raw_syscalls:sys_enter"),
+                counter(&counters, "syscalls:sys_enter_io_uring_enter"),
+            ) else {
+                return Err(format!(
+                    "perf could not count the syscall tracepoints: {text:?}"
+                ));
+            };
+            Ok((total, enters, Vec::new()))
+        }
+    }
+}
+
+/// The command line of the tracer that counts `pid`'s syscalls into `out`.
+fn tracer_argv(tool: SyscallTool, pid: &str, out: &Path) -> Vec<String> {
+    let out_arg = out.display().to_string();
+    let argv: Vec<String> = match tool {
+        SyscallTool::Strace => vec!["strace", "-c", "-f", "-p", pid, "-o", &out_arg],
+        SyscallTool::Perf => vec![
+            "perf",
+            "stat",
+            "-x,",
+            "-e",
+            SYSCALL_EVENTS,
+            "-p",
+            pid,
+            "-o",
+            &out_arg,
+        ],
+    }
+    .into_iter()
+    .map(String::from)
+    .collect();
+    argv
 }
 
 fn run_syscalls(env: &Env, args: &Args, peer: &Peer) -> SyscallRecord {
@@ -319,54 +441,11 @@ fn run_syscalls(env: &Env, args: &Args, peer: &Peer) -> SyscallRecord {
         std::process::id(),
         peer.name
     ));
-    let out_arg = out.display().to_string();
-    let argv: Vec<String> = match args.syscall_tool {
-        SyscallTool::Strace => vec!["strace", "-c", "-f", "-p", &pid, "-o", &out_arg],
-        SyscallTool::Perf => vec![
-            "perf",
-            "stat",
-            "-x,",
-            "-e",
-            SYSCALL_EVENTS,
-            "-p",
-            &pid,
-            "-o",
-            &out_arg,
-        ],
-    }
-    .into_iter()
-    .map(String::from)
-    .collect();
-    let mut tracer = match Watched::spawn(Some(args.client_cpu), &argv) {
-        Ok(s) => s,
-        Err(e) => return fail(format!("cannot start {}: {e}", argv[0])),
+    let argv = tracer_argv(args.syscall_tool, &pid, &out);
+    let mut tracer = match start_tracer(args, &argv) {
+        Ok(t) => t,
+        Err(why) => return fail(why),
     };
-    match args.syscall_tool {
-        SyscallTool::Strace => {
-            let attached =
-                tracer.wait_for_line(Stream::Stderr, |l| l.contains("attached"), READY_TIMEOUT);
-            if let Err(e) = attached {
-                let tail = tracer.stderr_tail();
-                let _ = tracer.stop(KILL_GRACE);
-                return fail(format!("strace did not attach ({e:?}); stderr: {tail}"));
-            }
-        }
-        SyscallTool::Perf => {
-            // perf prints nothing when it has attached; the server is idle until the
-            // client connects, so giving it time to attach loses no syscall.
-            std::thread::sleep(Duration::from_millis(500));
-            if !matches!(tracer.try_wait(), Ok(None)) {
-                while tracer
-                    .next_event(Instant::now() + Duration::from_millis(200))
-                    .is_ok()
-                {}
-                return fail(format!(
-                    "perf exited at once; stderr: {}",
-                    tracer.stderr_tail()
-                ));
-            }
-        }
-    }
     let sc = Scenario {
         conns: 50,
         size: 64,
@@ -396,30 +475,9 @@ fn run_syscalls(env: &Env, args: &Args, peer: &Peer) -> SyscallRecord {
         Ok(t) => t,
         Err(e) => return fail(format!("{} wrote no output: {e}", argv[0])),
     };
-    let (total, enters, mut calls) = match args.syscall_tool {
-        SyscallTool::Strace => match parse_strace_summary(&text) {
-            Ok(table) => {
-                let calls: Vec<(String, u64)> = table
-                    .rows
-                    .iter()
-                    .map(|r| (r.name.clone(), r.calls))
-                    .collect();
-                (table.total_calls, table.calls("io_uring_enter"), calls)
-            }
-            Err(e) => return fail(format!("strace output: {e}")),
-        },
-        SyscallTool::Perf => {
-            let counters = parse_perf_csv(&text);
-            let (Some(total), Some(enters)) = (
-                counter(&counters, "raw_syscalls:sys_enter"),
-                counter(&counters, "syscalls:sys_enter_io_uring_enter"),
-            ) else {
-                return fail(format!(
-                    "perf could not count the syscall tracepoints: {text:?}"
-                ));
-            };
-            (total, enters, Vec::new())
-        }
+    let (total, enters, mut calls) = match read_counts(args.syscall_tool, &text) {
+        Ok(c) => c,
+        Err(why) => return fail(why),
     };
     calls.sort_by_key(|c| std::cmp::Reverse(c.1));
     let per = |n: u64| n as f64 / res.messages.max(1) as f64;
@@ -478,29 +536,8 @@ fn main() {
     }
 }
 
-fn real_main(args: &Args) -> Result<(), String> {
-    let bin_dir = peers::bin_dir().map_err(|e| format!("cannot locate own executable: {e}"))?;
-    let env = Env {
-        client: bin_dir.join("echo-client"),
-        bin_dir,
-        hz: clock_ticks_per_second() as f64,
-    };
-    if !env.client.is_file() {
-        return Err(format!(
-            "{} not found; build it first: cargo build --release -p ringway-bench",
-            env.client.display()
-        ));
-    }
-    let mut all = peers::default_peers(&env.bin_dir);
-    for spec in &args.extra_peers {
-        all.push(peers::parse_custom_peer(spec)?);
-    }
-    let selected = peers::select(&all, args.peers.as_deref())?;
-    let scenarios = parse_scenarios(&args.scenarios)?;
-    if args.rounds == 0 {
-        return Err("--rounds must be at least 1".into());
-    }
-
+/// The peers whose programs exist, and the others with the command that builds them.
+fn available(selected: Vec<Peer>) -> (Vec<Peer>, Vec<Skipped>) {
     let mut skipped = Vec::new();
     let mut runnable = Vec::new();
     for p in selected {
@@ -515,6 +552,33 @@ fn real_main(args: &Args) -> Result<(), String> {
             }
         }
     }
+    (runnable, skipped)
+}
+
+fn real_main(args: &Args) -> Result<(), String> {
+    let bin_dir = servers::bin_dir().map_err(|e| format!("cannot locate own executable: {e}"))?;
+    let env = Env {
+        client: bin_dir.join("echo-client"),
+        bin_dir,
+        hz: clock_ticks_per_second() as f64,
+    };
+    if !env.client.is_file() {
+        return Err(format!(
+            "{} not found; build it first: cargo build --release -p ringway-bench",
+            env.client.display()
+        ));
+    }
+    let mut all = servers::default_peers(&env.bin_dir);
+    for spec in &args.extra_peers {
+        all.push(servers::parse_custom_peer(spec)?);
+    }
+    let selected = servers::select(&all, args.peers.as_deref())?;
+    let scenarios = parse_scenarios(&args.scenarios)?;
+    if args.rounds == 0 {
+        return Err("--rounds must be at least 1".into());
+    }
+
+    let (runnable, skipped) = available(selected);
     let kernel = fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_default();

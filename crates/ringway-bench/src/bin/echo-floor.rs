@@ -29,7 +29,7 @@ use std::os::fd::AsRawFd;
 
 use clap::Parser;
 use io_uring::{cqueue, opcode, types, IoUring};
-use ringway_bench::floor_ring::{set_nodelay, BufRing, Sq};
+use ringway_bench::peers::floor_ring::{set_nodelay, BufRing, Sq};
 
 /// Submission queue entries.
 const SQ_ENTRIES: u32 = 1024;

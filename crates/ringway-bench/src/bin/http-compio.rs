@@ -7,8 +7,8 @@ use compio::buf::BufResult;
 use compio::driver::ProactorBuilder;
 use compio::io::{AsyncRead, AsyncWriteExt};
 use compio::net::{TcpListener, TcpStream};
-use ringway_bench::canned::App;
-use ringway_bench::peer_kit::{announce, listeners, PeerArgs, RawConn, READ_BUF};
+use ringway_bench::peers::canned::App;
+use ringway_bench::peers::kit::{announce, listeners, PeerArgs, RawConn, READ_BUF};
 
 /// compio per core, raw HTTP loop.
 #[derive(Parser)]

@@ -2,7 +2,7 @@
 //!
 //! No runtime, no futures, no parsing, no allocation per request: it counts complete
 //! request heads (`\r\n\r\n`) and answers each with the canned response of
-//! [`ringway_bench::canned`] (the bytes `ringway serve --hello` sends, or with
+//! [`ringway_bench::peers::canned`] (the bytes `ringway serve --hello` sends, or with
 //! `--app body` those of `ringway serve --static` for the nuclei body; `Date` refreshed
 //! once per second). It is the physical limit a runtime's HTTP overhead is measured
 //! against, and uses the fast path the design asks of every io_uring driver:
@@ -22,17 +22,27 @@
 //! Per-connection state lives in a `Vec` indexed by file descriptor; a connection's fd is
 //! closed only once nothing is in flight for it, so a recycled fd number never receives
 //! a completion meant for its predecessor.
+//!
+//! With `--tls-cert` and `--tls-key` it serves HTTPS the simplest right way (S11): each
+//! connection's bytes go through a rustls `ServerConnection` with the configuration
+//! `ringway serve` uses (`ringway_http::tls::server_config`: TLS 1.2 and 1.3, ALPN,
+//! resumption by tickets and session id), the plaintext's heads are counted, the canned
+//! responses written into it, and what it has to send (handshake or records) leaves in
+//! one send per turn, as the plain responses do.
 
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::Parser;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
-use ringway_bench::canned::{App, Canned};
-use ringway_bench::floor_ring::{set_nodelay, BufRing, Sq};
-use ringway_bench::heads::HeadCounter;
-use ringway_bench::listen::bind_listener;
+use ringway_bench::peers::canned::{App, Canned};
+use ringway_bench::peers::floor_ring::{set_nodelay, BufRing, Sq};
+use ringway_bench::peers::heads::HeadCounter;
+use ringway_bench::peers::listen::bind_listener;
+use rustls::{ServerConfig, ServerConnection};
 
 /// Submission queue entries.
 const SQ_ENTRIES: u32 = 1024;
@@ -67,6 +77,12 @@ struct Args {
     /// Which canned response: `hello` (13-byte text) or `body` (the 11,587-byte file).
     #[arg(long, default_value = "hello", value_parser = App::parse)]
     app: App,
+    /// Serve HTTPS with this certificate chain (PEM); needs `--tls-key`.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of `--tls-cert`.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
 }
 
 /// State of one connection, indexed by its fd.
@@ -83,6 +99,40 @@ struct Conn {
     /// Bytes of `out` the kernel has taken so far.
     sent: usize,
     sending: bool,
+    /// The TLS session, when serving HTTPS.
+    tls: Option<ServerConnection>,
+}
+
+impl Conn {
+    /// `true` when something is owed to the peer: responses, or TLS bytes (handshake,
+    /// alerts) rustls wants sent.
+    fn has_output(&self) -> bool {
+        self.owed > 0 || self.tls.as_ref().is_some_and(|t| t.wants_write())
+    }
+}
+
+/// Feeds received TLS bytes to `tls` and counts the request heads of the plaintext they
+/// carry; `Err` when the peer broke the protocol.
+fn tls_feed(
+    tls: &mut ServerConnection,
+    heads: &mut HeadCounter,
+    mut bytes: &[u8],
+    plain: &mut [u8],
+) -> io::Result<u32> {
+    let mut n = 0;
+    while !bytes.is_empty() {
+        tls.read_tls(&mut bytes)?;
+        tls.process_new_packets().map_err(io::Error::other)?;
+        loop {
+            match tls.reader().read(plain) {
+                Ok(0) => break,
+                Ok(got) => n += heads.feed(&plain[..got]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(n)
 }
 
 struct Server {
@@ -92,6 +142,11 @@ struct Server {
     /// Connections whose multishot recv ended with ENOBUFS, waiting for buffers.
     starved: Vec<i32>,
     listen_fd: i32,
+    /// The TLS configuration when serving HTTPS.
+    tls: Option<Arc<ServerConfig>>,
+    /// Scratch for decrypted bytes and for responses on their way into rustls, kept
+    /// across requests.
+    scratch: Vec<u8>,
 }
 
 fn arm_accept(sq: &mut Sq<'_>, listen_fd: i32) -> io::Result<()> {
@@ -134,13 +189,27 @@ impl Server {
         unsafe { sq.push(sqe) }
     }
 
-    /// Puts every owed response in the output buffer and sends them in one send.
+    /// Puts every owed response in the output buffer (through rustls when serving
+    /// HTTPS, with whatever else it has to send) and sends them in one send.
     fn flush(&mut self, sq: &mut Sq<'_>, fd: i32) -> io::Result<()> {
         let conn = &mut self.conns[fd as usize];
         conn.out.clear();
-        self.response.append(conn.owed, &mut conn.out);
+        match &mut conn.tls {
+            None => self.response.append(conn.owed, &mut conn.out),
+            Some(tls) => {
+                self.scratch.clear();
+                self.response.append(conn.owed, &mut self.scratch);
+                tls.writer().write_all(&self.scratch)?;
+                while tls.wants_write() {
+                    tls.write_tls(&mut conn.out)?;
+                }
+            }
+        }
         conn.owed = 0;
         conn.sent = 0;
+        if conn.out.is_empty() {
+            return Ok(());
+        }
         self.push_send(sq, fd)
     }
 
@@ -152,12 +221,19 @@ impl Server {
             if idx >= self.conns.len() {
                 self.conns.resize_with(idx + 1, Conn::default);
             }
+            let tls = match &self.tls {
+                Some(cfg) => {
+                    Some(ServerConnection::new(Arc::clone(cfg)).map_err(io::Error::other)?)
+                }
+                None => None,
+            };
             let conn = self.conn(fd);
             conn.open = true;
             conn.closing = false;
             conn.heads = HeadCounter::new();
             conn.owed = 0;
             conn.sending = false;
+            conn.tls = tls;
             self.arm_recv(sq, fd)?;
         } else {
             eprintln!("accept: {}", io::Error::from_raw_os_error(-res));
@@ -178,15 +254,23 @@ impl Server {
             let bid = bid.expect("a successful recv from a buffer ring names its buffer");
             self.bufs.taken(bid);
             let conn = &mut self.conns[fd as usize];
-            let heads = if conn.closing {
-                0
-            } else {
-                conn.heads.feed(self.bufs.bytes(bid, res as usize))
+            let bytes = self.bufs.bytes(bid, res as usize);
+            let heads = match (&mut conn.tls, conn.closing) {
+                (_, true) => Ok(0),
+                (None, false) => Ok(conn.heads.feed(bytes)),
+                (Some(tls), false) => {
+                    self.scratch.resize(16 * 1024, 0);
+                    tls_feed(tls, &mut conn.heads, bytes, &mut self.scratch)
+                }
             };
             self.bufs.give_back(bid);
+            let Ok(heads) = heads else {
+                // A TLS protocol error: send the alert rustls prepared, then close.
+                return self.fail(sq, fd);
+            };
             let conn = self.conn(fd);
             conn.owed += heads;
-            if conn.owed > 0 && !conn.sending {
+            if conn.has_output() && !conn.sending {
                 self.flush(sq, fd)?;
             }
             if !more && !self.conn(fd).closing {
@@ -237,7 +321,23 @@ impl Server {
             // Short send: resume where the kernel stopped, still one send in flight.
             return self.push_send(sq, fd);
         }
-        if conn.owed > 0 {
+        if conn.has_output() {
+            return self.flush(sq, fd);
+        }
+        self.maybe_close(sq, fd)
+    }
+
+    /// Ends a connection whose peer broke the TLS protocol: what rustls has to say (its
+    /// alert) goes out if nothing else is in flight, then the connection closes.
+    fn fail(&mut self, sq: &mut Sq<'_>, fd: i32) -> io::Result<()> {
+        let conn = self.conn(fd);
+        conn.closing = true;
+        conn.owed = 0;
+        if conn.recv_armed {
+            // SAFETY: shutdown takes no pointers; fd is an open socket of ours.
+            unsafe { libc::shutdown(fd, libc::SHUT_RD) };
+        }
+        if !conn.sending && conn.has_output() {
             return self.flush(sq, fd);
         }
         self.maybe_close(sq, fd)
@@ -250,7 +350,7 @@ impl Server {
         if !conn.closing || conn.recv_armed || conn.sending || !conn.open {
             return Ok(());
         }
-        if conn.owed > 0 {
+        if conn.has_output() {
             return self.flush(sq, fd);
         }
         conn.open = false;
@@ -291,7 +391,7 @@ impl Server {
     }
 }
 
-fn run(listener: &TcpListener, app: App) -> io::Result<()> {
+fn run(listener: &TcpListener, app: App, tls: Option<Arc<ServerConfig>>) -> io::Result<()> {
     // Declared before the ring so that it is dropped after it: the kernel may use the
     // buffer ring's memory for as long as the ring exists.
     let mut server = Server {
@@ -300,6 +400,8 @@ fn run(listener: &TcpListener, app: App) -> io::Result<()> {
         response: Canned::new(app),
         starved: Vec::new(),
         listen_fd: listener.as_raw_fd(),
+        tls,
+        scratch: Vec::new(),
     };
     let mut ring: IoUring<squeue::Entry, cqueue::Entry> = IoUring::builder()
         .setup_cqsize(CQ_ENTRIES)
@@ -345,7 +447,17 @@ fn main() {
             std::process::exit(1);
         }
     };
-    if let Err(e) = run(&listener, args.app) {
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => match ringway_http::tls::server_config(cert, key) {
+            Ok(cfg) => Some(cfg),
+            Err(e) => {
+                eprintln!("http-floor: TLS configuration: {e}");
+                std::process::exit(1);
+            }
+        },
+        _ => None,
+    };
+    if let Err(e) = run(&listener, args.app, tls) {
         eprintln!("http-floor: {e}");
         std::process::exit(1);
     }

@@ -7,7 +7,7 @@ use clap::Parser;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
 use glommio::{LocalExecutorBuilder, Placement};
-use ringway_bench::peer_kit::{announce, PeerArgs, RawConn, READ_BUF};
+use ringway_bench::peers::kit::{announce, PeerArgs, RawConn, READ_BUF};
 
 /// glommio per core, raw HTTP loop.
 #[derive(Parser)]

@@ -5,8 +5,8 @@
 
 use clap::Parser;
 use ringway::Backend;
-use ringway_bench::hyper_hello::{http1_builder, HelloService};
-use ringway_bench::peer_kit::{announce, PeerArgs, BACKLOG};
+use ringway_bench::peers::hyper_hello::{http1_builder, HelloService};
+use ringway_bench::peers::kit::{announce, PeerArgs, BACKLOG};
 use ringway_compat::{ServeOptions, Server};
 
 /// hyper 1 on ringway.

@@ -1,12 +1,12 @@
 //! HTTP peer: hyper 1 (http1) on tokio's multi-thread runtime, one worker per server
 //! core, answering the canned responses through hyper's own framing. The service and
-//! hyper's settings are [`ringway_bench::hyper_hello`]'s, shared with
+//! hyper's settings are [`ringway_bench::peers::hyper_hello`]'s, shared with
 //! `http-hyper-ringway` (the same service on ringway).
 
 use clap::Parser;
 use hyper_util::rt::TokioIo;
-use ringway_bench::hyper_hello::{http1_builder, HelloService};
-use ringway_bench::peer_kit::{announce, PeerArgs, BACKLOG};
+use ringway_bench::peers::hyper_hello::{http1_builder, HelloService};
+use ringway_bench::peers::kit::{announce, PeerArgs, BACKLOG};
 
 /// tokio multi-thread + hyper 1.
 #[derive(Parser)]
@@ -21,7 +21,7 @@ fn main() -> std::io::Result<()> {
         .worker_threads(args.threads.max(1))
         .enable_io()
         .build()?;
-    let listener = ringway_bench::listen::bind_listener(args.bind, BACKLOG, false)?;
+    let listener = ringway_bench::peers::listen::bind_listener(args.bind, BACKLOG, false)?;
     let addr = listener.local_addr()?;
     let service = HelloService::new(args.app);
     rt.block_on(async move {

@@ -7,8 +7,8 @@ use std::io;
 
 use clap::Parser;
 use may_minihttp::{HttpService, HttpServiceFactory, Request, Response};
-use ringway_bench::canned::App;
-use ringway_bench::peer_kit::{announce, PeerArgs};
+use ringway_bench::peers::canned::App;
+use ringway_bench::peers::kit::{announce, PeerArgs};
 
 /// may_minihttp.
 #[derive(Parser)]

@@ -7,8 +7,8 @@ use clap::Parser;
 use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 use monoio::net::{TcpListener, TcpStream};
 use monoio::{IoUringDriver, RuntimeBuilder};
-use ringway_bench::canned::App;
-use ringway_bench::peer_kit::{announce, listeners, PeerArgs, RawConn, READ_BUF};
+use ringway_bench::peers::canned::App;
+use ringway_bench::peers::kit::{announce, listeners, PeerArgs, RawConn, READ_BUF};
 
 /// monoio per core, raw HTTP loop.
 #[derive(Parser)]

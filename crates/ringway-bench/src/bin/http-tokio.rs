@@ -4,7 +4,7 @@
 //! responses in one `write_all`.
 
 use clap::Parser;
-use ringway_bench::peer_kit::{announce, listeners, PeerArgs, RawConn, READ_BUF};
+use ringway_bench::peers::kit::{announce, listeners, PeerArgs, RawConn, READ_BUF};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -32,7 +32,10 @@ async fn serve(mut stream: TcpStream, mut conn: RawConn) {
     }
 }
 
-fn core(listener: std::net::TcpListener, app: ringway_bench::canned::App) -> std::io::Result<()> {
+fn core(
+    listener: std::net::TcpListener,
+    app: ringway_bench::peers::canned::App,
+) -> std::io::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .build()?;

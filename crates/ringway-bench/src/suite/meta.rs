@@ -43,7 +43,7 @@ pub fn versions() -> BTreeMap<String, String> {
         .collect();
     v.insert("rustc".into(), env!("RINGWAY_BENCH_RUSTC").to_string());
     v.insert("ringway".into(), env!("CARGO_PKG_VERSION").to_string());
-    if let Some(nginx) = crate::suite::nginx::find() {
+    if let Some(nginx) = crate::suite::registry::nginx::find() {
         if let Ok(o) = std::process::Command::new(nginx).arg("-v").output() {
             let text = String::from_utf8_lossy(&o.stderr);
             if let Some(ver) = text.trim().strip_prefix("nginx version: ") {

@@ -12,20 +12,22 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats::summarize;
+use crate::measure::stats::summarize;
 
 /// The peer every ratio is taken against.
 pub const RINGWAY: &str = "ringway-uring";
 /// ringway's Python loop: the reference of S14, where ringway-uring has no server.
 pub const PY_RINGWAY: &str = "py-ringway";
+/// uvicorn on ringway's Python loop: the reference of S15.
+pub const UVICORN_RINGWAY: &str = "uvicorn-ringway";
 
-/// The peer whose row the other rows of `scenario` are ratios to: ringway/uring, or
-/// ringway's Python loop in S14.
+/// The peer whose row the other rows of `scenario` are ratios to: ringway/uring,
+/// ringway's Python loop in S14, uvicorn on it in S15.
 pub fn reference_peer(scenario: &str) -> &'static str {
-    if scenario == "S14" {
-        PY_RINGWAY
-    } else {
-        RINGWAY
+    match scenario {
+        "S14" => PY_RINGWAY,
+        "S15" => UVICORN_RINGWAY,
+        _ => RINGWAY,
     }
 }
 
@@ -82,6 +84,15 @@ pub struct Round {
     pub others_cpu_share: f64,
     /// `ok`, and the client or the server kept at least the clean share of its core.
     pub clean: bool,
+    /// The window held a host stall (a sleeper woke late, or the host stole time from
+    /// the server's or the client's CPU): its tail is shown, not ranked.
+    pub stalled: bool,
+    /// The longest late wake-up of the stall sleepers in the window, milliseconds.
+    pub stall_max_ms: f64,
+    /// Late wake-ups past the threshold in the window.
+    pub stalls: usize,
+    /// Steal time of the server's and the client's CPUs over the window, milliseconds.
+    pub steal_ms: f64,
     /// Shape-specific figures (`batch_us_p50`, `iteration_ms_median`, `offered_rps`, ...).
     pub extra: BTreeMap<String, f64>,
     /// Latency histogram (`[value_us, count]`), kept for the curves, not written out.
@@ -135,6 +146,10 @@ pub struct Row {
     pub clean_rounds: usize,
     /// No clean round: the figures come from unclean ones.
     pub from_unclean: bool,
+    /// Rounds whose window held a host stall.
+    pub stalled_rounds: usize,
+    /// Median p99 of the used rounds without a host stall (the tail that is ranked).
+    pub p99_stall_free: Option<f64>,
     /// Medians of the rounds' shape-specific figures.
     pub extra: BTreeMap<String, f64>,
     /// `(percentile, latency_us)` of the median round, for the percentile curves.
@@ -196,6 +211,11 @@ pub fn aggregate(rounds: &[&Round], title: &str) -> Row {
     let cpu: Vec<f64> = used.iter().map(|r| r.cpu_us_per_req).collect();
     let rps_s = summarize(&rps);
     let cpu_s = summarize(&cpu);
+    let stall_free: Vec<f64> = used
+        .iter()
+        .filter(|r| !r.stalled)
+        .map(|r| r.latency_us.p99)
+        .collect();
     let lat = LatencyUs {
         p50: median_of(used.iter().map(|r| r.latency_us.p50)),
         p90: median_of(used.iter().map(|r| r.latency_us.p90)),
@@ -246,6 +266,8 @@ pub fn aggregate(rounds: &[&Round], title: &str) -> Row {
         rounds: rounds.len(),
         clean_rounds: clean.len(),
         from_unclean: from_unclean && !used.is_empty(),
+        stalled_rounds: rounds.iter().filter(|r| r.stalled).count(),
+        p99_stall_free: summarize(&stall_free).map(|s| s.median),
         extra,
         latency_curve: median_round
             .map(|r| curve(&r.histogram))
@@ -306,6 +328,22 @@ pub struct PeerInfo {
     pub deviations: Vec<String>,
     /// Size of its hello response in bytes (when checked).
     pub response_bytes: Option<usize>,
+}
+
+/// One peer's capacity at a latency bound (the highest offered rate whose p99 stayed
+/// under the bound in stall-free windows).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Capacity {
+    /// Peer name.
+    pub peer: String,
+    /// Highest offered req/s with p99 under 1 ms.
+    pub at_1ms: Option<f64>,
+    /// Highest offered req/s with p99 under 10 ms.
+    pub at_10ms: Option<f64>,
+    /// Steps run (stalled ones included).
+    pub steps: usize,
+    /// Steps whose window held a host stall twice (shown, not used).
+    pub stalled_steps: usize,
 }
 
 /// The wrk cross-check of one peer (S5 c50).
@@ -374,6 +412,12 @@ pub struct Meta {
     pub elapsed_s: f64,
     /// Capacity S9's rates are percentages of, and where it came from.
     pub open_loop_base: Option<(f64, String)>,
+    /// Where the traffic went: loopback, or a veth pair between two namespaces.
+    pub net: String,
+    /// The stall sleepers ran under `SCHED_FIFO` (else only long stalls count).
+    pub stall_watch_fifo: bool,
+    /// The late wake-up that marks a window stalled, milliseconds.
+    pub stall_threshold_ms: f64,
 }
 
 /// `results.json`.
@@ -393,6 +437,9 @@ pub struct Results {
     /// The flamegraph of `--profile`.
     #[serde(default)]
     pub profile: Option<ProfileInfo>,
+    /// Capacity at a latency bound, per peer (S9 capacity).
+    #[serde(default)]
+    pub capacity: Vec<Capacity>,
     /// Every round.
     pub rounds: Vec<Round>,
 }

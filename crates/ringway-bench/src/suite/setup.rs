@@ -6,8 +6,101 @@ use std::fs::{self, File, FileTimes};
 use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
 
-use crate::canned::{body_bytes, BODY_FILE, BODY_MTIME_SECS};
-use crate::suite::nginx::cpu_list;
+use crate::peers::canned::{body_bytes, BODY_FILE, BODY_MTIME_SECS};
+use crate::suite::registry::nginx::cpu_list;
+use crate::suite::registry::Service;
+use crate::suite::results::Meta;
+use crate::suite::scenarios::Variant;
+
+/// The scratch directory of a run and what the peers read from it.
+#[derive(Debug, Clone)]
+pub struct Scratch {
+    /// `OUT/work`, canonical; removed at the end of the run.
+    pub work_dir: std::path::PathBuf,
+    /// The directory holding the nuclei body.
+    pub static_dir: std::path::PathBuf,
+    /// A certificate and its key, when a variant needs TLS.
+    pub tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
+}
+
+/// Makes `out` and its scratch directory, writes the body (and a certificate when a
+/// variant needs TLS), raises the open-file limit and pins the harness to `client_cpus`.
+pub fn prepare(out: &Path, client_cpus: &str, variants: &[Variant]) -> Result<Scratch, String> {
+    fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let work_dir = out.join("work");
+    fs::create_dir_all(&work_dir).map_err(|e| format!("{}: {e}", work_dir.display()))?;
+    let work_dir = work_dir.canonicalize().map_err(|e| e.to_string())?;
+    let static_dir = work_dir.join("static");
+    write_body(&static_dir)?;
+    let tls = if variants.iter().any(|v| v.service == Service::Tls) {
+        Some(write_tls(&work_dir)?)
+    } else {
+        None
+    };
+    raise_fd_limit();
+    pin_self(client_cpus)?;
+    Ok(Scratch {
+        work_dir,
+        static_dir,
+        tls,
+    })
+}
+
+/// Which optional measurements the tools found allow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// perf: syscalls per request.
+    pub perf: bool,
+    /// wrk: the cross-check.
+    pub wrk: bool,
+    /// `--instructions` asked for and valgrind here.
+    pub instructions: bool,
+    /// valgrind and callgrind_control are here.
+    pub valgrind: bool,
+    /// `--profile PEER` asked for and perf here.
+    pub profile: Option<String>,
+}
+
+/// Names every missing tool (on stderr and in `meta`) and says what the run can count
+/// (`profile` and `instructions`: what the run was asked for).
+/// A missing tool leaves its figure out, never faked.
+pub fn report_tools(
+    tools: &[Tool],
+    meta: &mut Meta,
+    profile: Option<&str>,
+    instructions: bool,
+) -> Found {
+    let present = |name: &str| tools.iter().any(|t| t.name == name && t.present);
+    for t in tools.iter().filter(|t| !t.present) {
+        let line = format!(
+            "{} (for {}): install it with: {}",
+            t.name, t.for_what, t.install
+        );
+        eprintln!("ringway bench: {line}; its column is left out");
+        meta.missing_tools.push(line);
+    }
+    let profile = profile.map(str::to_string).filter(|_| {
+        present("perf") || {
+            eprintln!(
+                "ringway bench: --profile needs perf (apt-get install linux-perf): no flamegraph"
+            );
+            false
+        }
+    });
+    let instructions = instructions
+        && (present("valgrind") && present("callgrind_control")
+            || {
+                eprintln!("ringway bench: --instructions needs valgrind (apt-get install valgrind): no instructions column");
+                false
+            });
+    Found {
+        perf: present("perf"),
+        wrk: present("wrk"),
+        instructions,
+        valgrind: present("valgrind") && present("callgrind_control"),
+        profile,
+    }
+}
 
 /// Writes the nuclei body into `static_dir` with the modification time the canned
 /// response assumes (its `ETag` and `Last-Modified` depend on it).
@@ -137,7 +230,11 @@ pub fn tools() -> Vec<Tool> {
             "syscalls per request and --profile",
             "apt-get install linux-perf",
         ),
-        t("valgrind", "--instructions", "apt-get install valgrind"),
+        t(
+            "valgrind",
+            "instructions per request (the headline's counted evidence, --instructions)",
+            "apt-get install valgrind",
+        ),
         t(
             "callgrind_control",
             "--instructions",
@@ -149,7 +246,7 @@ pub fn tools() -> Vec<Tool> {
         name: "nginx",
         for_what: "the nginx peer",
         install: "apt-get install nginx-light",
-        present: crate::suite::nginx::find().is_some(),
+        present: crate::suite::registry::nginx::find().is_some(),
     });
     v
 }
@@ -163,7 +260,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("ringway-setup-{}", std::process::id()));
         write_body(&dir).unwrap();
         let meta = fs::metadata(dir.join(BODY_FILE)).unwrap();
-        assert_eq!(meta.len() as usize, crate::canned::BODY_LEN);
+        assert_eq!(meta.len() as usize, crate::peers::canned::BODY_LEN);
         let secs = meta.modified().unwrap().duration_since(UNIX_EPOCH).unwrap();
         assert_eq!(secs, Duration::from_secs(BODY_MTIME_SECS));
         let (cert, key) = write_tls(&dir).unwrap();
