@@ -91,6 +91,19 @@ enum Waiting {
     InSocket,
 }
 
+/// How a connection ends ([`Conn::serve`] says, [`Conn::end`] does it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// At once: an I/O failure, or a peer that does not take its responses.
+    Abort,
+    /// Politely: what is pending goes out, our side shuts down, and what the peer
+    /// still sends is read and discarded for a while (nginx's lingering close), so
+    /// that unread input cannot turn the close into a reset.
+    Linger,
+    /// The peer sent its end of stream: what is pending goes out, then the close.
+    AfterSends,
+}
+
 /// What to do after one exchange.
 enum Step {
     /// Serve the next request.
@@ -179,16 +192,22 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
     /// makes these two calls itself: a future of this function's in the task would add
     /// its own state (two pointers, a tag) to every connection's.
     pub(crate) async fn run(&mut self) {
-        let polite = self.serve().await;
-        FutureBox::new(self.end(polite)).await;
+        let ending = self.serve().await;
+        FutureBox::new(self.end(ending)).await;
     }
 
-    /// Ends the connection after [`serve`](Self::serve): politely (`polite`, what it
-    /// returned) or at once. Once per connection, and larger than the loop: callers put
-    /// its future in a heap block, so that its state is not part of every connection's.
-    pub(crate) async fn end(&mut self, polite: bool) {
-        if polite {
+    /// Ends the connection the way [`serve`](Self::serve) said (`ending`). Once per
+    /// connection, and larger than the loop: callers put its future in a heap block, so
+    /// that its state is not part of every connection's.
+    pub(crate) async fn end(&mut self, ending: Ending) {
+        if ending == Ending::Linger {
             self.linger().await;
+        } else if ending == Ending::AfterSends {
+            // The peer has closed its side: nothing more can come, nothing waits
+            // unread in the socket (the receive read up to its end), so the close
+            // cannot turn into a reset; only the responses still going out must leave
+            // first. No shutdown, no lingering: the socket closes when dropped.
+            self.finish_sends().await;
         } else if self.send_deadline.is_some() {
             // Dropped while a send may be in flight: the driver would keep the socket
             // until the send ends, which a peer that does not read never lets happen.
@@ -206,7 +225,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
     /// ([`try_write`](Self::try_write)), wait for input ([`poll_wait`](Self::poll_wait)), and act
     /// on what the wait gave ([`waited`](Self::waited)). Flushing a send still in flight
     /// ([`flush`](Self::flush)) and closing ([`end`](Self::end)) are the two others.
-    pub(crate) async fn serve(&mut self) -> bool {
+    pub(crate) async fn serve(&mut self) -> Ending {
         // The first request's head is due within the header timeout of the accept; a
         // later one within the header timeout of the moment its first bytes were seen
         // waiting (a head that arrives whole is never waited for). (`NO_HEAD` while no
@@ -217,7 +236,7 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
         loop {
             let batch = self.answer_batch(&mut head_since).await;
             if let Batch::Abort = batch {
-                return false;
+                return Ending::Abort;
             }
             // One reading of the clock for the send's deadline and the wait's.
             let now = coarse_now();
@@ -230,18 +249,18 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                     None => FutureBox::new(self.flush_at(now)).await,
                 };
                 if !ok {
-                    return false;
+                    return Ending::Abort;
                 }
             }
             let Batch::Open { empty } = batch else {
-                return true;
+                return Ending::Linger;
             };
             debug_assert_eq!(empty, self.input.is_empty());
             // Whether the wait ends when the server stops: while no request is pending.
             let mut stop_ends = empty;
             if empty && self.watch.is_down() {
                 match poll_fn(|cx| Poll::Ready(self.poll_waiting(cx))).await {
-                    Waiting::Nothing => return true,
+                    Waiting::Nothing => return Ending::Linger,
                     Waiting::Taken => continue,
                     Waiting::InSocket => stop_ends = false,
                 }
@@ -278,8 +297,8 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
                 FutureBox::new(wait_input(t, input, timer, watch, now, until)).await
             };
             if !matches!(wait, Wait::Data) {
-                if let Some(polite) = self.waited(wait, idle).await {
-                    return polite;
+                if let Some(ending) = self.waited(wait, idle).await {
+                    return ending;
                 }
             }
         }
@@ -409,9 +428,8 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
     }
 
     /// What a wait that gave no input (`wait`) means: `None` to serve on (a background
-    /// send that has ended), else whether to end politely. `idle`: no request was
-    /// pending.
-    async fn waited(&mut self, wait: Wait, idle: bool) -> Option<bool> {
+    /// send that has ended), else how to end. `idle`: no request was pending.
+    async fn waited(&mut self, wait: Wait, idle: bool) -> Option<Ending> {
         match wait {
             Wait::Data => None,
             Wait::SendDue => self.send_due().await,
@@ -420,20 +438,20 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             Wait::Down => None,
             // The peer is done sending, maybe not reading: what was sent in the
             // background still goes out before the close.
-            Wait::Eof => Some(true),
+            Wait::Eof => Some(Ending::AfterSends),
             Wait::Timeout if idle => {
                 self.shared.stats.idle_closed();
-                Some(true)
+                Some(Ending::Linger)
             }
             Wait::Timeout => {
                 self.refuse(&HttpError::new(ErrorClass::HeaderTimeout, "head too slow"));
                 // Rare: boxed, so that its state is not part of every connection's.
                 let _ = Box::pin(self.flush()).await;
-                Some(true)
+                Some(Ending::Linger)
             }
             Wait::Failed(e) => {
                 self.io_failed(&e);
-                Some(false)
+                Some(Ending::Abort)
             }
         }
     }
@@ -461,8 +479,8 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
     }
 
     /// The send timeout of a background send has come: ended by now (`None`: serve on),
-    /// or too slow, the peer does not take what it asked (`Some(false)`: drop it).
-    async fn send_due(&mut self) -> Option<bool> {
+    /// or too slow, the peer does not take what it asked (`Some(Ending::Abort)`).
+    async fn send_due(&mut self) -> Option<Ending> {
         match poll_fn(|cx| Poll::Ready(self.t.poll_flush(cx))).await {
             Poll::Ready(Ok(())) => {
                 self.send_deadline = None;
@@ -470,12 +488,12 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
             }
             Poll::Ready(Err(e)) => {
                 self.io_failed(&e);
-                Some(false)
+                Some(Ending::Abort)
             }
             Poll::Pending => {
                 self.shared.stats.send_timeout();
                 self.t.abort();
-                Some(false)
+                Some(Ending::Abort)
             }
         }
     }

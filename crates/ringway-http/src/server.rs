@@ -371,8 +371,8 @@ fn plain_connection<H: ViewHandler>(
     let mut conn = Conn::new(Tcp::new(stream), shared, handler, watch, log, peer);
     // `Conn::run`, written out: its future would be one more layer of state here.
     async move {
-        let polite = conn.serve().await;
-        FutureBox::new(conn.end(polite)).await;
+        let ending = conn.serve().await;
+        FutureBox::new(conn.end(ending)).await;
     }
 }
 

@@ -134,7 +134,7 @@ impl Server {
     fn on_accept(&mut self, sq: &mut Sq<'_>, res: i32, flags: u32) -> io::Result<()> {
         if res >= 0 {
             let fd = res;
-            set_nodelay(fd);
+            // TCP_NODELAY came with it from the listener (see `main`).
             let idx = fd as usize;
             if idx >= self.conns.len() {
                 self.conns.resize_with(idx + 1, Conn::default);
@@ -350,6 +350,8 @@ fn main() {
             std::process::exit(1);
         }
     };
+    // Every accepted connection inherits it: no setsockopt per connection.
+    set_nodelay(listener.as_raw_fd());
     if let Err(e) = run(&listener, &args.setup) {
         eprintln!("echo-floor: {e}");
         std::process::exit(1);

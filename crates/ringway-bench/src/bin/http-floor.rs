@@ -216,7 +216,7 @@ impl Server {
     fn on_accept(&mut self, sq: &mut Sq<'_>, res: i32, flags: u32) -> io::Result<()> {
         if res >= 0 {
             let fd = res;
-            set_nodelay(fd);
+            // TCP_NODELAY came with it from the listener (see `main`).
             let idx = fd as usize;
             if idx >= self.conns.len() {
                 self.conns.resize_with(idx + 1, Conn::default);
@@ -447,6 +447,8 @@ fn main() {
             std::process::exit(1);
         }
     };
+    // Every accepted connection inherits it: no setsockopt per connection.
+    set_nodelay(listener.as_raw_fd());
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => match ringway_http::tls::server_config(cert, key) {
             Ok(cfg) => Some(cfg),

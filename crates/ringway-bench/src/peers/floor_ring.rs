@@ -238,7 +238,8 @@ impl Sq<'_> {
     }
 }
 
-/// Sets `TCP_NODELAY` on `fd`, reporting (not failing) if the kernel refuses.
+/// Sets `TCP_NODELAY` on `fd`, reporting (not failing) if the kernel refuses; on a
+/// listener, every connection it accepts inherits it.
 pub fn set_nodelay(fd: i32) {
     let one: libc::c_int = 1;
     // SAFETY: the option value points to a live c_int and its exact size is passed.

@@ -1,0 +1,184 @@
+//! A new connection per request, counted (issue 28): `ringway serve --hello` on
+//! io_uring makes at most the syscalls per request of the raw io_uring floor
+//! (`http-floor`) under the same client, and none outside the ring per connection.
+//!
+//! It used to make three per connection outside the ring (`setsockopt` for
+//! `TCP_NODELAY`, `shutdown` before the lingering close, `close`): 4.7 syscalls per
+//! request against the floor's 3.7. Now `TCP_NODELAY` comes from the listener, a peer
+//! that closed first gets no shutdown and no lingering, and an accepted connection is
+//! closed through the ring.
+//!
+//! The client opens one connection at a time (connect, one request, read the response,
+//! close), so both servers see the same sequence and the count does not depend on how
+//! many connections a loop turn finds. The server's syscalls are counted by the kernel's
+//! tracepoints (`perf stat -p PID`) over the whole client run.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use ringway_bench::measure::perfstat::{counter, parse_perf_csv};
+use ringway_bench::measure::process::{Stream, Watched};
+
+/// Requests (and so connections) of the measured run.
+const REQUESTS: u64 = 2000;
+
+/// The tracepoints counted.
+const EVENTS: &[&str] = &[
+    "raw_syscalls:sys_enter",
+    "syscalls:sys_enter_io_uring_enter",
+    "syscalls:sys_enter_setsockopt",
+    "syscalls:sys_enter_shutdown",
+    "syscalls:sys_enter_close",
+];
+
+/// Directory of this profile's binaries (the test runs from `target/<profile>/deps`).
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+fn ringway_binary() -> PathBuf {
+    let dir = profile_dir();
+    let release = dir.file_name().is_some_and(|n| n == "release");
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "--quiet", "-p", "ringway-cli", "--bin", "ringway"]);
+    if release {
+        cmd.arg("--release");
+    }
+    let st = cmd.status().expect("run cargo to build the ringway binary");
+    assert!(st.success(), "cargo build -p ringway-cli failed");
+    dir.join("ringway")
+}
+
+/// One request on a new connection, closed by the client once the response is in.
+fn one_request(addr: &str) {
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET /plaintext HTTP/1.1\r\nHost: a\r\n\r\n")
+        .expect("write");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    // Both servers answer `Hello, World!` with a Content-Length.
+    while !got.ends_with(b"Hello, World!") {
+        let n = s.read(&mut buf).expect("read the response");
+        assert!(n > 0, "closed before the response: {got:?}");
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"), "{got:?}");
+}
+
+/// Per request: every syscall, then io_uring_enter, setsockopt, shutdown, close.
+#[derive(Debug)]
+struct PerRequest {
+    syscalls: f64,
+    enters: f64,
+    setsockopt: f64,
+    shutdown: f64,
+    close: f64,
+}
+
+fn count(argv: &[String]) -> PerRequest {
+    let mut server = Watched::spawn(None, argv).expect("start the server");
+    let line = server
+        .wait_for_line(
+            Stream::Stdout,
+            |l| l.contains("127.0.0.1:"),
+            Duration::from_secs(20),
+        )
+        .unwrap_or_else(|e| panic!("{argv:?} did not start: {e:?} {}", server.stderr_tail()));
+    let addr = line
+        .split(|c: char| c.is_whitespace() || c == '/')
+        .find(|w| w.starts_with("127.0.0.1:"))
+        .expect("the listening line names the address")
+        .to_string();
+    // Warm-up: slabs, pools and the first connections' costs out of the count.
+    for _ in 0..50 {
+        one_request(&addr);
+    }
+    let out = std::env::temp_dir().join(format!(
+        "ringway-newconn-{}-{}",
+        std::process::id(),
+        server.pid()
+    ));
+    let mut perf = Command::new("perf")
+        .args(["stat", "-x,", "-e", &EVENTS.join(","), "-p"])
+        .arg(server.pid().to_string())
+        .arg("-o")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start perf (apt-get install linux-perf)");
+    std::thread::sleep(Duration::from_millis(500));
+    for _ in 0..REQUESTS {
+        one_request(&addr);
+    }
+    // The last connection's close reaches the server before perf stops.
+    std::thread::sleep(Duration::from_millis(200));
+    ringway_bench::measure::process::send_signal(perf.id(), libc::SIGINT).unwrap();
+    perf.wait().unwrap();
+    server.stop(Duration::from_secs(2)).unwrap();
+    let text = std::fs::read_to_string(&out).expect("perf output");
+    let _ = std::fs::remove_file(&out);
+    let counters = parse_perf_csv(&text);
+    let per = |event: &str| counter(&counters, event).unwrap_or(0) as f64 / REQUESTS as f64;
+    assert!(
+        counter(&counters, "raw_syscalls:sys_enter").is_some(),
+        "perf output without the syscall counter: {text}"
+    );
+    PerRequest {
+        syscalls: per("raw_syscalls:sys_enter"),
+        enters: per("syscalls:sys_enter_io_uring_enter"),
+        setsockopt: per("syscalls:sys_enter_setsockopt"),
+        shutdown: per("syscalls:sys_enter_shutdown"),
+        close: per("syscalls:sys_enter_close"),
+    }
+}
+
+#[test]
+fn a_new_connection_costs_at_most_the_floors_syscalls() {
+    assert!(
+        Command::new("perf").arg("--version").output().is_ok(),
+        "perf is missing: apt-get install linux-perf (scripts/test installs it on CI)"
+    );
+    let ringway = ringway_binary();
+    let ringway_argv: Vec<String> = [
+        ringway.to_str().unwrap(),
+        "serve",
+        "--hello",
+        "--threads",
+        "1",
+        "--backend",
+        "uring",
+        "--no-access-log",
+        "--bind",
+        "127.0.0.1:0",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let floor_argv: Vec<String> = [env!("CARGO_BIN_EXE_http-floor"), "--bind", "127.0.0.1:0"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let ringway = count(&ringway_argv);
+    let floor = count(&floor_argv);
+    println!("per request on a new connection: ringway {ringway:?}, floor {floor:?}");
+    // Nothing outside the ring per connection: every syscall is an io_uring_enter.
+    assert!(
+        ringway.setsockopt < 0.01 && ringway.shutdown < 0.01 && ringway.close < 0.01,
+        "ringway made syscalls outside the ring per connection: {ringway:?}"
+    );
+    assert!(
+        ringway.syscalls - ringway.enters < 0.01,
+        "ringway made syscalls besides io_uring_enter: {ringway:?}"
+    );
+    assert!(
+        ringway.syscalls <= floor.syscalls * 1.02 + 0.02,
+        "ringway {:.2} syscalls per request, the floor {:.2}: {ringway:?} {floor:?}",
+        ringway.syscalls,
+        floor.syscalls
+    );
+}
