@@ -109,8 +109,10 @@ pub fn signal(kind: SignalKind) -> io::Result<Signal> {
 
 /// Completes at the next `SIGINT` (ctrl-c at a terminal).
 ///
-/// Listening starts at the call: a ctrl-c before it takes the signal's default action
-/// (it ends the process), unless something already listens for or blocks `SIGINT`.
+/// Listening starts when the future is first polled (this is an `async fn`: calling it
+/// does nothing yet): a ctrl-c before that takes the signal's default action (it ends
+/// the process), unless something already listens for or blocks `SIGINT`. To listen
+/// from a given point on, make the stream there: `signal(SignalKind::interrupt())`.
 ///
 /// # Errors
 ///
