@@ -1,7 +1,11 @@
-//! Routing a completion to whoever owns its operation.
+//! Routing a completion to whoever owns its operation (see [`Owner`]).
 
-use super::table::{Notify, OpTable, Slot, SlotState, StreamQueue, BACKLOG};
-use super::{Completion, DriverStats, OpId};
+use super::completion::{Completion, OpId};
+use super::op::OpKind;
+use super::slot::{Flight, Owner, Slot, BACKLOG};
+use super::stats::DriverStats;
+use super::stream_queue::StreamQueue;
+use super::table::OpTable;
 use crate::buf::{BufferPool, PoolBuf};
 
 /// A completion sink for the low-level face: `(token, completion, last)`.
@@ -28,50 +32,46 @@ impl Delivery<'_> {
         let Some(slot) = self.table.get_mut(id) else {
             return; // stale: dropping `c` returns any pool buffer
         };
-        match slot.state {
-            SlotState::Free => {}
-            SlotState::Orphaned => {
-                if c.result >= 0 && super::op::OpKind::yields_fd(&slot.op) {
+        match &mut slot.owner {
+            Owner::Free => {}
+            Owner::Orphaned(held) => {
+                if c.result >= 0 && slot.op.yields_fd() {
                     // SAFETY: the kernel handed us this fd and nobody else knows it.
                     unsafe { libc::close(c.result) };
                 }
                 if last {
-                    if let Some(held) = slot.held.take() {
+                    if let Some(held) = held.take() {
                         held.finished(c.result);
                     }
                     self.table.release(id);
                 }
                 drop(c);
             }
-            SlotState::Owned => {
+            Owner::Token(token) => {
+                let token = *token;
                 if last {
-                    slot.done = true;
+                    self.table.release(id);
                 }
-                match slot.notify {
-                    Notify::Waker(_) => {
-                        to_waker(slot, id, c, last, self.stats, self.backlogged);
-                    }
-                    Notify::Token(token) => {
-                        if last {
-                            self.table.release(id);
-                        }
-                        match self.sink.as_mut() {
-                            Some(sink) => sink(token, c, last),
-                            None => self.deferred.push((token, c, last)),
-                        }
-                    }
+                match self.sink.as_mut() {
+                    Some(sink) => sink(token, c, last),
+                    None => self.deferred.push((token, c, last)),
                 }
+            }
+            Owner::Single { .. } | Owner::Stream { .. } => {
+                if last {
+                    slot.flight = Flight::Done;
+                }
+                to_task(slot, id, c, last, self.stats, self.backlogged);
             }
         }
     }
 }
 
-/// Hands a completion to an executor-face slot (`Notify::Waker`) that is `Owned`: a
-/// multishot op's completions queue (bounded by `BACKLOG`), a single-shot op's is kept
-/// for its future; the task is woken if its waker is armed. The caller has marked the
-/// slot `done` if `last`.
+/// Hands a completion to a task's slot: a single-shot op's is kept for its future, a
+/// multishot op's completions queue (bounded by [`BACKLOG`]); the task is woken if its
+/// waker is armed. The caller has marked the slot `Done` if `last`.
 #[inline(always)]
-pub(crate) fn to_waker(
+pub(crate) fn to_task(
     slot: &mut Slot,
     id: OpId,
     c: Completion,
@@ -79,45 +79,56 @@ pub(crate) fn to_waker(
     stats: &mut DriverStats,
     backlogged: &mut Vec<OpId>,
 ) {
-    if let Some(shared) = &slot.watch {
-        to_stream(shared, &mut slot.backlogged, id, c, last, stats, backlogged);
-    } else if slot.multishot {
-        slot.queue.push_back(c);
-        if slot.backlogged {
-            // Its reader is behind: keep the bytes, not the pool buffer.
-            if let Some(b) = slot.queue.back_mut().and_then(|c| c.buf.as_mut()) {
-                b.unshare();
-            }
-        }
-        if !last && !slot.backlogged && slot.queue.len() >= BACKLOG {
-            // The reader fell behind: the receive stops (the backend sees to it), and
-            // what waits for the reader gives its pool buffers back (copied), so a
-            // stalled reader cannot hold the core's pool however much arrived at once.
-            slot.backlogged = true;
-            stats.recv_backlogged += 1;
-            backlogged.push(id);
-            for waiting in slot.queue.iter_mut() {
-                if let Some(b) = waiting.buf.as_mut() {
+    let Slot { owner, queue, .. } = slot;
+    match owner {
+        Owner::Single { completion, .. } => *completion = Some(c),
+        Owner::Stream {
+            shared: Some(shared),
+            backlogged: behind,
+            ..
+        } => to_stream(shared, behind, id, c, last, stats, backlogged),
+        Owner::Stream {
+            shared: None,
+            backlogged: behind,
+            ..
+        } => {
+            queue.push_back(c);
+            if *behind {
+                // Its reader is behind: keep the bytes, not the pool buffer.
+                if let Some(b) = queue.back_mut().and_then(|c| c.buf.as_mut()) {
                     b.unshare();
                 }
             }
+            if !last && !*behind && queue.len() >= BACKLOG {
+                // The reader fell behind: the receive stops (the backend sees to it),
+                // and what waits for the reader gives its pool buffers back (copied),
+                // so a stalled reader cannot hold the core's pool however much arrived
+                // at once.
+                *behind = true;
+                stats.recv_backlogged += 1;
+                backlogged.push(id);
+                for waiting in queue.iter_mut() {
+                    if let Some(b) = waiting.buf.as_mut() {
+                        b.unshare();
+                    }
+                }
+            }
         }
-    } else {
-        slot.single = Some(c);
+        Owner::Free | Owner::Token(_) | Owner::Orphaned(_) => {
+            unreachable!("to_task on a slot no task owns")
+        }
     }
     // Woken in place and kept registered: a task's waker is the same on every poll, so
     // the next registration costs nothing.
-    if let (true, Notify::Waker(Some(w))) = (slot.armed, &slot.notify) {
-        w.wake_by_ref();
-    }
+    slot.wake();
 }
 
-/// [`to_waker`] for the commonest completion of all: bytes (`result > 0`, in the pool
-/// buffer `buf` makes) of a multishot receive that will go on. For a stream that holds
-/// its queue, the buffer's handle is made straight into the queue (not built, moved
-/// and copied on the way); anything else goes through `to_waker`.
+/// [`to_task`] for the commonest completion of all: bytes (`result > 0`, in the pool
+/// piece `buf` makes) of a multishot receive a task reads that will go on. For a stream
+/// that holds its queue, the piece's handle is made straight into the queue (not built,
+/// moved and copied on the way); anything else goes through `to_task`.
 #[inline(always)]
-pub(crate) fn received_to_waker(
+pub(crate) fn received_to_task(
     slot: &mut Slot,
     id: OpId,
     result: i32,
@@ -125,17 +136,22 @@ pub(crate) fn received_to_waker(
     stats: &mut DriverStats,
     backlogged: &mut Vec<OpId>,
 ) {
-    let Some(shared) = &slot.watch else {
+    let Owner::Stream {
+        shared: Some(shared),
+        backlogged: behind,
+        armed,
+    } = &mut slot.owner
+    else {
         let c = Completion {
             result,
             buf: Some(buf()),
             addr: None,
         };
-        return to_waker(slot, id, c, false, stats, backlogged);
+        return to_task(slot, id, c, false, stats, backlogged);
     };
     {
         let mut items = shared.items.borrow_mut();
-        if items.is_empty() && !slot.backlogged {
+        if items.is_empty() && !*behind {
             // The reader took everything before: nothing to bound or copy.
             items.push_back((result, Some(buf())));
         } else {
@@ -145,28 +161,21 @@ pub(crate) fn received_to_waker(
                 buf: Some(buf()),
                 addr: None,
             };
-            to_stream(
-                shared,
-                &mut slot.backlogged,
-                id,
-                c,
-                false,
-                stats,
-                backlogged,
-            );
+            to_stream(shared, behind, id, c, false, stats, backlogged);
         }
     }
-    if let (true, Notify::Waker(Some(w))) = (slot.armed, &slot.notify) {
+    // `Slot::wake`, without matching the owner a second time.
+    if let (true, Some(w)) = (*armed, &slot.waker) {
         w.wake_by_ref();
     }
 }
 
-/// [`to_waker`]'s queueing for a receive whose stream holds its queue: the same bound
+/// [`to_task`]'s queueing for a receive whose stream holds its queue: the same bound
 /// and the same copying of a backlogged reader's buffers, in the stream's queue.
 #[inline(always)]
 fn to_stream(
     shared: &StreamQueue,
-    slot_backlogged: &mut bool,
+    behind: &mut bool,
     id: OpId,
     c: Completion,
     last: bool,
@@ -178,13 +187,13 @@ fn to_stream(
     if last {
         shared.done.set(true);
     }
-    if *slot_backlogged {
+    if *behind {
         if let Some(b) = items.back_mut().and_then(|(_, b)| b.as_mut()) {
             b.unshare();
         }
     }
-    if !last && !*slot_backlogged && items.len() >= BACKLOG {
-        *slot_backlogged = true;
+    if !last && !*behind && items.len() >= BACKLOG {
+        *behind = true;
         shared.backlogged.set(true);
         stats.recv_backlogged += 1;
         backlogged.push(id);

@@ -31,329 +31,43 @@
 
 mod addr;
 mod completion;
+mod config;
 mod delivery;
 mod epoll;
 mod first_inline;
 mod held;
 pub mod op;
 pub mod probe;
+mod slot;
 mod starved;
+mod stats;
+mod stream_queue;
 mod table;
 mod uring;
+mod waker;
 
 use std::fmt;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 pub use addr::RawAddr;
 pub use completion::{Completion, OpId};
+pub use config::{Backend, BackendInfo, DriverConfig};
 pub use op::Op;
+pub use stats::DriverStats;
+pub use waker::DriverWaker;
+use waker::OwnedWaker;
 
 use delivery::{Delivery, Sink};
 pub(crate) use held::{Held, HeldValue, KeptUntilDone};
 use op::OpKind;
-pub(crate) use table::QueueWatch;
-use table::{Notify, OpTable, SlotState, BACKLOG};
+use slot::{Flight, Owner, BACKLOG};
+pub(crate) use stream_queue::QueueWatch;
+use table::OpTable;
 
 use crate::buf::BufferPool;
-
-/// Which backend to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Backend {
-    /// io_uring if the kernel accepts the real configuration, otherwise epoll.
-    #[default]
-    Auto,
-    /// io_uring or fail.
-    Uring,
-    /// epoll, even where io_uring works.
-    Epoll,
-}
-
-impl Backend {
-    /// Reads `RINGWAY_BACKEND` (`uring`, `epoll` or `auto`); `None` if unset.
-    pub fn from_env() -> io::Result<Option<Backend>> {
-        match std::env::var("RINGWAY_BACKEND") {
-            Ok(v) => v.parse().map(Some),
-            Err(std::env::VarError::NotPresent) => Ok(None),
-            Err(e) => Err(io::Error::new(io::ErrorKind::InvalidInput, e)),
-        }
-    }
-}
-
-impl std::str::FromStr for Backend {
-    type Err = io::Error;
-    fn from_str(s: &str) -> io::Result<Backend> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "auto" => Ok(Backend::Auto),
-            "uring" | "io_uring" | "io-uring" => Ok(Backend::Uring),
-            "epoll" => Ok(Backend::Epoll),
-            other => Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("unknown backend `{other}`: expected one of auto, uring, epoll"),
-            )),
-        }
-    }
-}
-
-/// How a driver is set up.
-#[derive(Debug, Clone)]
-pub struct DriverConfig {
-    /// Requested backend.
-    pub backend: Backend,
-    /// Submission queue entries (the completion queue gets four times as many).
-    pub ring_entries: u32,
-    /// Buffers in the provided-buffer pool (a power of two).
-    pub pool_buffers: u16,
-    /// Size of each pool buffer (at most [`MAX_POOL_BUF_SIZE`](crate::buf::MAX_POOL_BUF_SIZE)).
-    pub pool_buf_size: usize,
-    /// Receives fill each pool buffer piece after piece (io_uring: `IOU_PBUF_RING_INC`,
-    /// Linux 6.12; epoll always does), so a few large buffers serve small and large
-    /// messages alike. Where the kernel refuses it, the pool becomes whole 4 KiB
-    /// buffers, as many as fit in the same memory (noted in
-    /// [`BackendInfo::fallbacks`]). `false` makes every receive take a whole buffer
-    /// (io_uring only; for measuring the difference).
-    pub pool_incremental: bool,
-    /// Use a kernel submission thread polling the ring, idling after this long. Burns a
-    /// core; off by default.
-    pub sqpoll_idle: Option<Duration>,
-    /// io_uring: sends of at least this many bytes use `SEND_ZC`; `None` never does.
-    /// Off by default: on loopback (the only network this project can measure on) the
-    /// receiver copies the pages anyway: zero-copy was slower at 16 KiB, 256 KiB and 1 MiB,
-    /// and at 64 KiB ahead by less than the noise (14.4 vs 14.7 ms; see the `send_zc`
-    /// group of `benches/overheads.rs` and the README). Turn it on for real NICs with a
-    /// threshold you have measured there.
-    pub send_zc_min: Option<usize>,
-}
-
-impl Default for DriverConfig {
-    fn default() -> Self {
-        DriverConfig {
-            backend: Backend::Auto,
-            ring_entries: 256,
-            pool_buffers: 64,
-            pool_buf_size: 64 * 1024,
-            pool_incremental: true,
-            sqpoll_idle: None,
-            send_zc_min: None,
-        }
-    }
-}
-
-/// The backend that won, with its settings: what `Runtime::backend()` returns.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BackendInfo {
-    /// `Uring` or `Epoll` (never `Auto`).
-    pub kind: Backend,
-    /// io_uring setup flags that the kernel accepted, e.g. `["SINGLE_ISSUER",
-    /// "DEFER_TASKRUN"]`; empty for epoll.
-    pub flags: Vec<&'static str>,
-    /// Ring size (submission queue entries); 0 for epoll.
-    pub ring_entries: u32,
-    /// Why a better rung was refused on the way down, e.g. `io_uring_setup: EPERM`.
-    pub fallbacks: Vec<String>,
-}
-
-impl BackendInfo {
-    /// True for io_uring.
-    pub fn is_uring(&self) -> bool {
-        self.kind == Backend::Uring
-    }
-}
-
-impl fmt::Display for BackendInfo {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.kind {
-            Backend::Uring => {
-                let flags = if self.flags.is_empty() {
-                    "no setup flags".to_string()
-                } else {
-                    self.flags.join("|")
-                };
-                write!(
-                    f,
-                    "io_uring ({flags}; {} entries; multishot accept+recv, provided buffer ring)",
-                    self.ring_entries
-                )?;
-            }
-            _ => write!(f, "epoll (edge-triggered)")?,
-        }
-        if !self.fallbacks.is_empty() {
-            write!(f, " [after: {}]", self.fallbacks.join("; "))?;
-        }
-        Ok(())
-    }
-}
-
-/// Counters a test can read without timing anything.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct DriverStats {
-    /// Calls to `turn`.
-    pub turns: u64,
-    /// The one syscall of each turn that submits and waits: `io_uring_enter` or
-    /// `epoll_wait`. The rare extra enters are counted apart (`sq_full_flushes`,
-    /// `cq_overflow_flushes`).
-    pub enters: u64,
-    /// Operations submitted.
-    pub submitted: u64,
-    /// Completions reaped (all CQEs for io_uring).
-    pub completions: u64,
-    /// Multishot operations started again after the kernel ended them with nothing
-    /// wrong (a multishot accept or receive stopped by a full completion queue).
-    pub rearmed: u64,
-    /// Multishot receives parked because the buffer pool was empty (`ENOBUFS`).
-    pub pool_starved: u64,
-    /// Parked receives re-armed when a buffer came back.
-    pub pool_resumed: u64,
-    /// Multishot receives stopped because their consumer was `BACKLOG` completions
-    /// behind (resumed when it catches up).
-    pub recv_backlogged: u64,
-    /// io_uring: extra submits because the submission queue was full.
-    pub sq_full_flushes: u64,
-    /// io_uring: extra enters to flush completions the kernel kept after a CQ overflow.
-    pub cq_overflow_flushes: u64,
-    /// Send operations submitted (`Send`, `SendAll`, `SendVectored`, `SendTo`): each is
-    /// one send on the wire. (Received pieces are counted by the pool:
-    /// [`PoolStats::pieces`](crate::buf::PoolStats::pieces).)
-    pub sends: u64,
-}
-
-impl DriverStats {
-    /// Counts an operation submitted.
-    #[inline]
-    fn count(&mut self, op: &Op) {
-        self.submitted += 1;
-        if op.is_send() {
-            self.sends += 1;
-        }
-    }
-}
-
-/// A `Send + Sync` handle that interrupts the driver's wait from any thread.
-///
-/// The driver closes its eventfd when it is dropped, however many clones are still
-/// around (a task's waker kept by another thread, a runtime `Handle`): a dropped runtime
-/// leaves no fd behind, and from then on these handles do nothing.
-#[derive(Clone)]
-pub struct DriverWaker {
-    inner: Arc<WakerInner>,
-}
-
-impl fmt::Debug for DriverWaker {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DriverWaker")
-            .field("eventfd", &self.inner.fd)
-            .field(
-                "closed",
-                &(self.inner.writers.load(Ordering::Relaxed) & CLOSED != 0),
-            )
-            .field("sleeping", &self.inner.sleeping.load(Ordering::Relaxed))
-            .finish()
-    }
-}
-
-struct WakerInner {
-    /// The eventfd; closed by the driver's drop (`close`), or by the last handle's if
-    /// the driver never closed it.
-    fd: RawFd,
-    /// `CLOSED` once `fd` is closed, plus one `WRITER` per `notify` between its check of
-    /// `CLOSED` and the end of its write: the closer waits for those to finish, so no
-    /// write can reach another file that took the fd's number.
-    writers: AtomicUsize,
-    /// The driver is (about to be) blocked; a wake must write the eventfd.
-    sleeping: AtomicBool,
-}
-
-const CLOSED: usize = 1;
-const WRITER: usize = 2;
-
-impl Drop for WakerInner {
-    fn drop(&mut self) {
-        if *self.writers.get_mut() & CLOSED == 0 {
-            // SAFETY: the fd is ours and was not closed (no CLOSED), and no handle is left
-            // to use it.
-            unsafe { libc::close(self.fd) };
-        }
-    }
-}
-
-impl DriverWaker {
-    fn new() -> io::Result<Self> {
-        // SAFETY: eventfd has no memory preconditions; the result is checked.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(DriverWaker {
-            inner: Arc::new(WakerInner {
-                fd,
-                writers: AtomicUsize::new(0),
-                sleeping: AtomicBool::new(false),
-            }),
-        })
-    }
-
-    /// Wakes the driver if its owner marked it as sleeping (the runtime does, around
-    /// each blocking turn); cheap when it is not. Loops that drive a `Driver` themselves
-    /// use [`notify`](Self::notify).
-    pub fn wake(&self) {
-        if self.inner.sleeping.swap(false, Ordering::SeqCst) {
-            self.notify();
-        }
-    }
-
-    /// Interrupts the driver's current or next wait, unconditionally (one eventfd write;
-    /// nothing once the driver is dropped).
-    pub fn notify(&self) {
-        let inner = &*self.inner;
-        if inner.writers.fetch_add(WRITER, Ordering::Acquire) & CLOSED == 0 {
-            let one: u64 = 1;
-            // SAFETY: writes 8 bytes from a live u64 to our eventfd, which stays open
-            // until this writer is counted out (see `close`).
-            unsafe { libc::write(inner.fd, &one as *const u64 as *const _, 8) };
-        }
-        inner.writers.fetch_sub(WRITER, Ordering::Release);
-    }
-
-    /// Closes the eventfd (the driver's drop): waits for writes under way, which are
-    /// one non-blocking syscall each, then closes; later `notify` calls do nothing.
-    fn close(&self) {
-        let inner = &*self.inner;
-        if inner.writers.fetch_or(CLOSED, Ordering::AcqRel) & CLOSED != 0 {
-            return;
-        }
-        while inner.writers.load(Ordering::Acquire) & !CLOSED != 0 {
-            std::thread::yield_now();
-        }
-        // SAFETY: the fd is ours; CLOSED is now set and no writer is between its check
-        // and its write, so nothing uses the number after this.
-        unsafe { libc::close(inner.fd) };
-    }
-
-    /// Marks the driver as about to sleep. The owner re-checks its queues after this
-    /// and before waiting; a waker that pushed before the re-check is seen by it, one
-    /// that pushed after sees the flag and writes the eventfd.
-    pub(crate) fn set_sleeping(&self, sleeping: bool) {
-        self.inner.sleeping.store(sleeping, Ordering::SeqCst);
-    }
-
-    pub(crate) fn raw_fd(&self) -> RawFd {
-        self.inner.fd
-    }
-}
-
-/// The driver's own waker: closes the eventfd when the driver goes, whatever clones
-/// are left.
-struct OwnedWaker(DriverWaker);
-
-impl Drop for OwnedWaker {
-    fn drop(&mut self) {
-        self.0.close();
-    }
-}
 
 /// The backend in use.
 enum ActiveBackend {
@@ -529,14 +243,15 @@ impl Driver {
         let Some(slot) = self.table.get_mut(id) else {
             return;
         };
-        if slot.done || slot.cancel_requested {
+        if matches!(slot.flight, Flight::Done | Flight::Cancelling) {
             return;
         }
-        slot.cancel_requested = true;
+        // (The backend reads where it stood before: it is told which.)
+        let was = std::mem::replace(&mut slot.flight, Flight::Cancelling);
         let (backend, mut delivery) = self.split(None);
         match backend {
-            ActiveBackend::Uring(u) => u.cancel(&mut delivery, id),
-            ActiveBackend::Epoll(e) => e.cancel(&mut delivery, id),
+            ActiveBackend::Uring(u) => u.cancel(&mut delivery, id, was),
+            ActiveBackend::Epoll(e) => e.cancel(&mut delivery, id, was),
         }
     }
 
@@ -667,12 +382,14 @@ impl Driver {
         let id = self.table.insert_for_waker(op, timeout);
         self.start(id);
         let slot = self.table.get_mut(id).expect("just inserted");
-        if slot.done && !slot.multishot {
-            let c = slot.single.take().expect("a done op has its completion");
-            self.table.release(id);
-            return Submitted::Done(c);
+        if slot.flight == Flight::Done {
+            if let Owner::Single { completion, .. } = &mut slot.owner {
+                let c = completion.take().expect("a done op has its completion");
+                self.table.release(id);
+                return Submitted::Done(c);
+            }
         }
-        OpTable::register_waker(slot, waker);
+        slot.register_waker(waker);
         Submitted::Pending(id)
     }
 
@@ -772,7 +489,10 @@ impl Driver {
     pub(crate) fn close_after(&mut self, fd: OwnedFd, after: Option<OpId>) {
         let pending = after.filter(|id| match &self.backend {
             ActiveBackend::Uring(u) if u.background_live(*id) => true,
-            _ => self.table.get_mut(*id).is_some_and(|s| !s.done),
+            _ => self
+                .table
+                .get_mut(*id)
+                .is_some_and(|s| s.flight != Flight::Done),
         });
         match (&mut self.backend, pending) {
             (ActiveBackend::Uring(_), Some(_)) => {
@@ -815,14 +535,17 @@ impl Driver {
             .table
             .get_mut(id)
             .expect("polled an operation that was released");
-        if slot.done {
+        if slot.flight == Flight::Done {
             // A zero-copy send posts its result first and its buffer notification last;
             // the result is what the caller wants.
-            let c = slot.single.take().expect("a done op has its completion");
+            let Owner::Single { completion, .. } = &mut slot.owner else {
+                unreachable!("poll_complete of an op no future awaits")
+            };
+            let c = completion.take().expect("a done op has its completion");
             self.table.release(id);
             return Poll::Ready(c);
         }
-        OpTable::register_waker(slot, cx.waker());
+        slot.register_waker(cx.waker());
         Poll::Pending
     }
 
@@ -837,11 +560,11 @@ impl Driver {
             self.stream_took(id);
             return Poll::Ready(Some(c));
         }
-        if slot.done {
+        if slot.flight == Flight::Done {
             self.table.release(id);
             return Poll::Ready(None);
         }
-        OpTable::register_waker(slot, cx.waker());
+        slot.register_waker(cx.waker());
         Poll::Pending
     }
 
@@ -857,19 +580,21 @@ impl Driver {
         let Some(slot) = self.table.get_mut(id) else {
             return Poll::Ready(None);
         };
-        let popped = match &slot.watch {
-            Some(w) => w.items.borrow_mut().pop_front(),
-            None => slot.queue.pop_front().map(|c| (c.result, c.buf)),
+        let popped = match &slot.owner {
+            Owner::Stream {
+                shared: Some(w), ..
+            } => w.items.borrow_mut().pop_front(),
+            _ => slot.queue.pop_front().map(|c| (c.result, c.buf)),
         };
         if let Some(item) = popped {
             self.stream_took(id);
             return Poll::Ready(Some(item));
         }
-        if slot.done {
+        if slot.flight == Flight::Done {
             self.table.release(id);
             return Poll::Ready(None);
         }
-        OpTable::register_waker(slot, cx.waker());
+        slot.register_waker(cx.waker());
         Poll::Pending
     }
 
@@ -881,12 +606,16 @@ impl Driver {
         let Some(slot) = self.table.get_mut(id) else {
             return;
         };
-        if !slot.backlogged {
-            return;
-        }
-        let left = match &slot.watch {
-            Some(w) => w.items.borrow().len(),
-            None => slot.queue.len(),
+        let left = match &slot.owner {
+            Owner::Stream {
+                backlogged: true,
+                shared,
+                ..
+            } => match shared {
+                Some(w) => w.items.borrow().len(),
+                None => slot.queue.len(),
+            },
+            _ => return,
         };
         if left <= BACKLOG / 2 {
             self.caught_up(id);
@@ -894,23 +623,30 @@ impl Driver {
     }
 
     /// From now on, the completions of multishot receive `id` go to a queue its stream
-    /// holds (see [`StreamQueue`](table::StreamQueue)), with those already queued;
+    /// holds (see [`StreamQueue`](stream_queue::StreamQueue)), with those already queued;
     /// `None` if the slot is gone.
-    pub(crate) fn watch_queue(&mut self, id: OpId) -> Option<table::QueueWatch> {
+    pub(crate) fn watch_queue(&mut self, id: OpId) -> Option<stream_queue::QueueWatch> {
         let slot = self.table.get_mut(id)?;
-        if let Some(w) = &slot.watch {
+        let done = slot.flight == Flight::Done;
+        let Owner::Stream {
+            shared, backlogged, ..
+        } = &mut slot.owner
+        else {
+            return None;
+        };
+        if let Some(w) = shared {
             return Some(w.clone());
         }
-        let shared = table::StreamQueue::default();
-        shared
+        let queue = stream_queue::StreamQueue::default();
+        queue
             .items
             .borrow_mut()
             .extend(slot.queue.drain(..).map(|c| (c.result, c.buf)));
-        shared.done.set(slot.done);
-        shared.backlogged.set(slot.backlogged);
-        let shared = std::rc::Rc::new(shared);
-        slot.watch = Some(shared.clone());
-        Some(shared)
+        queue.done.set(done);
+        queue.backlogged.set(*backlogged);
+        let queue = std::rc::Rc::new(queue);
+        *shared = Some(queue.clone());
+        Some(queue)
     }
 
     /// The consumer of a backlogged receive caught up: receive again.
@@ -919,9 +655,14 @@ impl Driver {
         let Some(slot) = self.table.get_mut(id) else {
             return;
         };
-        slot.backlogged = false;
-        if let Some(w) = &slot.watch {
-            w.backlogged.set(false);
+        if let Owner::Stream {
+            backlogged, shared, ..
+        } = &mut slot.owner
+        {
+            *backlogged = false;
+            if let Some(w) = shared {
+                w.backlogged.set(false);
+            }
         }
         let (backend, mut delivery) = self.split(None);
         match backend {
@@ -939,21 +680,25 @@ impl Driver {
             return;
         };
         let yields_fd = slot.op.yields_fd();
-        for c in slot.queue.drain(..).chain(slot.single.take()) {
+        // Its consumer is gone: it is an orphan from now on (a stream's shared queue
+        // goes with the owner).
+        let owner = std::mem::replace(&mut slot.owner, Owner::Orphaned(held));
+        let single = match owner {
+            Owner::Single { completion, .. } => completion,
+            _ => None,
+        };
+        for c in slot.queue.drain(..).chain(single) {
             if yields_fd && c.result >= 0 {
                 // SAFETY: an fd produced for a future that will never see it.
                 unsafe { libc::close(c.result) };
             }
         }
-        if slot.done {
+        // Not this task's to keep alive any more.
+        slot.waker = None;
+        if slot.flight == Flight::Done {
             self.table.release(id);
             return;
         }
-        slot.state = SlotState::Orphaned;
-        slot.held = held;
-        // Its consumer is gone.
-        slot.watch = None;
-        slot.notify = Notify::Waker(None);
         self.cancel(id);
     }
 
@@ -969,8 +714,8 @@ impl Driver {
         let start = std::time::Instant::now();
         for id in self.table.live_ids() {
             if let Some(slot) = self.table.get_mut(id) {
-                if slot.state == SlotState::Owned && matches!(slot.notify, Notify::Waker(_)) {
-                    slot.state = SlotState::Orphaned;
+                if matches!(slot.owner, Owner::Single { .. } | Owner::Stream { .. }) {
+                    slot.owner = Owner::Orphaned(None);
                 }
             }
             self.cancel(id);

@@ -14,8 +14,10 @@ use std::time::Duration;
 
 use io_uring::{cqueue, opcode, types, IoUring};
 
-use super::uring::{Uring, UringEnv, BGID};
-use super::{DriverConfig, DriverWaker};
+use super::config::DriverConfig;
+use super::op::UringEnv;
+use super::uring::{Uring, BGID};
+use super::waker::DriverWaker;
 use crate::buf::BufferPool;
 
 /// One rung of the ladder: a name for logs and a way to set the builder up.

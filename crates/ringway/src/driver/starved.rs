@@ -10,7 +10,7 @@
 
 use std::collections::VecDeque;
 
-use super::OpId;
+use super::completion::OpId;
 use crate::buf::BufferPool;
 
 /// Parked receives, oldest first.

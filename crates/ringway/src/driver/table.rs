@@ -1,125 +1,19 @@
-//! Where an operation's state lives while the kernel works on it, whatever the backend.
+//! Where operations' state lives while the kernel works on them, whatever the backend.
 //!
-//! The table is a slab of slots, reused: after warm-up an operation costs no heap
-//! allocation. A slot holds what both backends need (the op, who to tell, the
-//! completions not yet taken, the resources of an operation whose owner is gone); what
-//! only one backend needs lives with that backend, indexed by the same slot index
-//! (`uring::ScratchPages`, `epoll::EpollOpState`). Nothing in a slot is visible to the
-//! kernel (that is the backends' scratch, which never moves), so the slots themselves
-//! may move when the table grows: one flat vector, one bounds check per lookup.
+//! The table is a slab of [`Slot`]s, reused: after warm-up an operation costs no heap
+//! allocation. A slot holds what both backends need (the op, its owner and what waits
+//! for it, where it stands: see `slot.rs`); what only one backend needs lives with that
+//! backend, indexed by the same slot index (`uring::ScratchPages`, the epoll backend's
+//! `EpollOpState`s). Nothing in a slot is visible to the kernel (that is the backends'
+//! scratch, which never moves), so the slots themselves may move when the table grows:
+//! one flat vector, one bounds check per lookup.
 
-use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
-use std::rc::Rc;
-use std::task::Waker;
 use std::time::Duration;
 
-use super::first_inline::FirstInline;
+use super::completion::OpId;
 use super::held::HeldValue;
-use super::op::{Nop, Op};
-use super::{Completion, OpId};
-use crate::buf::PoolBuf;
-
-/// Who hears about an operation's completions.
-pub(crate) enum Notify {
-    /// Completions queue in the slot and this waker is woken (the executor's face).
-    Waker(Option<Waker>),
-    /// Completions go straight to the caller of `turn` with this token (the low-level
-    /// face); the slot frees itself at the final completion.
-    Token(u64),
-}
-
-/// Who holds a slot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SlotState {
-    /// Nobody: on the free list.
-    Free,
-    /// The submitter: a future awaits it, or a token names it.
-    Owned,
-    /// The driver: its future was dropped; its resources (`held`) are kept until the
-    /// final completion, then dropped.
-    Orphaned,
-}
-
-/// One operation's backend-neutral state.
-pub(crate) struct Slot {
-    /// Bumped at each reuse, so a stale [`OpId`] cannot reach the next operation.
-    pub gen: u32,
-    pub state: SlotState,
-    pub op: Op,
-    pub notify: Notify,
-    /// The final completion has been seen: no CQE or readiness will name this slot again.
-    pub done: bool,
-    /// `op.is_multishot()`, read once at insertion.
-    pub multishot: bool,
-    /// Executor face: the waker in `notify` belongs to this operation's task (it may be
-    /// a previous user's until `register_waker`), so completions may wake it.
-    pub armed: bool,
-    /// Executor face, single-shot op: its completion, until the future takes it.
-    pub single: Option<Completion>,
-    /// Executor face, multishot op: completions not yet taken by the stream.
-    pub queue: VecDeque<Completion>,
-    /// What an orphaned operation keeps until its final completion.
-    pub held: Option<HeldValue>,
-    pub cancel_requested: bool,
-    /// Fails with `ETIMEDOUT` if not complete by then (relative to submission).
-    pub timeout: Option<Duration>,
-    /// A multishot receive parked on an empty buffer pool (see `driver::starved`).
-    pub starved: bool,
-    /// Executor face, multishot: the consumer is `BACKLOG` completions behind, so the
-    /// backend receives no more until it has caught up (see `Delivery::deliver`).
-    pub backlogged: bool,
-    /// Executor face, multishot receive: the queue its consumer (a `RecvStream`) shares
-    /// with the driver; completions go there rather than to `queue` once it is set.
-    pub watch: Option<QueueWatch>,
-}
-
-/// A multishot receive's completions, shared by the driver (which pushes) and its
-/// stream (which pops, without borrowing the driver). Single-threaded: both live on
-/// the core.
-#[derive(Default)]
-pub(crate) struct StreamQueue {
-    /// `(result, buffer)` of each completion not yet taken.
-    pub items: RefCell<FirstInline<(i32, Option<PoolBuf>)>>,
-    /// The final completion is in `items` (or taken), or the slot is gone: once
-    /// `items` is empty, only the driver can say what comes next.
-    pub done: Cell<bool>,
-    /// The receive is stopped until the stream has caught up (see `Slot::backlogged`):
-    /// the stream tells the driver when it has.
-    pub backlogged: Cell<bool>,
-}
-
-/// A [`StreamQueue`] as the slot and its stream hold it.
-pub(crate) type QueueWatch = Rc<StreamQueue>;
-
-/// How many completions a multishot receive may have waiting for its consumer before
-/// it stops receiving. Each holds a pool buffer: without a bound, one connection whose
-/// reader stops (an application that no longer polls its stream) would take every
-/// buffer of the core's pool and stall every other connection. Past the bound the bytes
-/// wait in the socket, where TCP's flow control slows the peer.
-pub(crate) const BACKLOG: usize = 16;
-
-impl Slot {
-    fn vacant() -> Slot {
-        Slot {
-            gen: 0,
-            state: SlotState::Free,
-            op: Op::Nop(Nop),
-            notify: Notify::Token(0),
-            done: true,
-            multishot: false,
-            armed: false,
-            single: None,
-            queue: VecDeque::new(),
-            held: None,
-            cancel_requested: false,
-            timeout: None,
-            starved: false,
-            backlogged: false,
-            watch: None,
-        }
-    }
-}
+use super::op::Op;
+use super::slot::{Flight, Owner, Slot};
 
 /// Slots per page of backend scratch that must not move (`uring::ScratchPages`).
 pub(crate) const PAGE: usize = 64;
@@ -149,70 +43,52 @@ impl OpTable {
     /// with `token`.
     #[inline]
     pub(crate) fn insert_token(&mut self, op: Op, token: u64, timeout: Option<Duration>) -> OpId {
-        let id = self.take(op, timeout);
-        self.slots[id.index as usize].notify = Notify::Token(token);
-        id
+        self.take(op, timeout, Owner::Token(token))
     }
 
     /// Takes a free slot for `op`, for the executor's face. Its waker is registered
-    /// separately ([`register_waker`](Self::register_waker)), after the op has started:
-    /// an op that completes while its own task is being polled must not wake it.
+    /// separately ([`Slot::register_waker`]), after the op has started: an op that
+    /// completes while its own task is being polled must not wake it.
     #[inline]
     pub(crate) fn insert_for_waker(&mut self, op: Op, timeout: Option<Duration>) -> OpId {
-        let id = self.take(op, timeout);
-        let notify = &mut self.slots[id.index as usize].notify;
-        if !matches!(notify, Notify::Waker(_)) {
-            *notify = Notify::Waker(None);
-        }
-        id
-    }
-
-    #[inline]
-    fn take(&mut self, op: Op, timeout: Option<Duration>) -> OpId {
-        let index = match self.free.pop() {
-            Some(i) => i,
-            None => self.grow(),
+        let owner = if op.is_multishot() {
+            Owner::Stream {
+                armed: false,
+                shared: None,
+                backlogged: false,
+            }
+        } else {
+            Owner::Single {
+                armed: false,
+                completion: None,
+            }
         };
-        let slot = &mut self.slots[index as usize];
-        debug_assert_eq!(slot.state, SlotState::Free);
-        slot.gen = slot.gen.wrapping_add(1);
-        slot.state = SlotState::Owned;
-        slot.op = op;
-        slot.multishot = op.is_multishot();
-        slot.armed = false;
-        slot.done = false;
-        slot.cancel_requested = false;
-        slot.timeout = timeout;
-        slot.starved = false;
-        slot.backlogged = false;
-        debug_assert!(slot.queue.is_empty() && slot.single.is_none() && slot.held.is_none());
-        debug_assert!(slot.watch.is_none());
-        let gen = slot.gen;
-        self.live += 1;
-        OpId { index, gen }
-    }
-
-    /// Makes `waker` the one a live executor-face slot wakes. A slot keeps its last
-    /// waker when freed, and the same task usually takes the same slot again (the free
-    /// list is last-in first-out): then nothing is cloned.
-    #[inline]
-    pub(crate) fn register_waker(slot: &mut Slot, waker: &Waker) {
-        slot.armed = true;
-        match &mut slot.notify {
-            Notify::Waker(Some(w)) if w.will_wake(waker) => {}
-            notify => *notify = Notify::Waker(Some(waker.clone())),
-        }
+        self.take(op, timeout, owner)
     }
 
     /// Takes a free slot for `op`, already orphaned: nobody awaits it, `held` keeps its
     /// resources and hears its result.
     #[inline]
     pub(crate) fn insert_detached(&mut self, op: Op, held: HeldValue) -> OpId {
-        let id = self.take(op, None);
-        let slot = &mut self.slots[id.index as usize];
-        slot.state = SlotState::Orphaned;
-        slot.held = Some(held);
-        id
+        self.take(op, None, Owner::Orphaned(Some(held)))
+    }
+
+    #[inline]
+    fn take(&mut self, op: Op, timeout: Option<Duration>, owner: Owner) -> OpId {
+        let index = match self.free.pop() {
+            Some(i) => i,
+            None => self.grow(),
+        };
+        let slot = &mut self.slots[index as usize];
+        debug_assert!(!slot.is_live() && slot.queue.is_empty());
+        slot.gen = slot.gen.wrapping_add(1);
+        slot.flight = Flight::Running;
+        slot.op = op;
+        slot.timeout = timeout;
+        slot.owner = owner;
+        let gen = slot.gen;
+        self.live += 1;
+        OpId { index, gen }
     }
 
     /// Adds a slot and returns its index.
@@ -226,43 +102,43 @@ impl OpTable {
     #[inline]
     pub(crate) fn get_mut(&mut self, id: OpId) -> Option<&mut Slot> {
         let slot = self.slots.get_mut(id.index as usize)?;
-        (slot.gen == id.gen && slot.state != SlotState::Free).then_some(slot)
+        (slot.gen == id.gen && slot.is_live()).then_some(slot)
     }
 
-    /// Frees a slot; its resources are dropped.
+    /// Frees a slot; what its owner still held is dropped (pool buffers go back,
+    /// completions are dropped), and a stream that took its queue over hears the slot is
+    /// gone.
     #[inline]
     pub(crate) fn release(&mut self, id: OpId) {
-        if let Some(slot) = self.get_mut(id) {
-            slot.state = SlotState::Free;
-            // A waker stays (see `register_waker`); it is not woken while the slot is
-            // free, and no completion can reach a free slot.
-            if slot.held.is_some()
-                || slot.single.is_some()
-                || !slot.queue.is_empty()
-                || slot.watch.is_some()
-            {
-                slot.held = None;
-                slot.single = None;
-                slot.queue.clear();
-                if let Some(w) = slot.watch.take() {
-                    // Its stream must ask the driver from now on (and hear it is gone).
-                    w.done.set(true);
-                }
-            }
-            self.free.push(id.index);
-            self.live -= 1;
+        let Some(slot) = self.get_mut(id) else {
+            return;
+        };
+        // The waker stays (see `Slot::waker`); it is not woken while the slot is free,
+        // and no completion can reach a free slot.
+        let owner = std::mem::replace(&mut slot.owner, Owner::Free);
+        slot.flight = Flight::Done;
+        if let Owner::Stream {
+            shared: Some(w), ..
+        } = &owner
+        {
+            // Its stream must ask the driver from now on (and hear it is gone).
+            w.done.set(true);
         }
+        slot.queue.clear();
+        drop(owner);
+        self.free.push(id.index);
+        self.live -= 1;
     }
 
-    /// Frees the slot of `id`, which the caller has just found live and emptied (its
-    /// `held`, `single` and `queue` taken): no second lookup.
+    /// Frees the slot of `id`, which the caller has just found live and emptied (an
+    /// orphan whose held value it has finished): no second lookup, nothing to drop.
     #[inline]
     pub(crate) fn release_emptied(&mut self, id: OpId) {
         let slot = &mut self.slots[id.index as usize];
-        debug_assert!(slot.gen == id.gen && slot.state != SlotState::Free);
-        debug_assert!(slot.held.is_none() && slot.single.is_none() && slot.queue.is_empty());
-        debug_assert!(slot.watch.is_none());
-        slot.state = SlotState::Free;
+        debug_assert!(slot.gen == id.gen && slot.is_live() && slot.queue.is_empty());
+        debug_assert!(matches!(slot.owner, Owner::Orphaned(None)));
+        slot.owner = Owner::Free;
+        slot.flight = Flight::Done;
         self.free.push(id.index);
         self.live -= 1;
     }
@@ -272,7 +148,7 @@ impl OpTable {
         self.slots
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.state != SlotState::Free)
+            .filter(|(_, s)| s.is_live())
             .map(|(i, s)| OpId {
                 index: i as u32,
                 gen: s.gen,
@@ -284,15 +160,22 @@ impl OpTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::driver::completion::Completion;
+    use crate::driver::op::Nop;
 
     /// Completions are moved on their way to the task: keep them small (a
     /// sockaddr_storage inside cost ~120 ns per echoed message).
     #[test]
-    fn completions_stay_small() {
+    fn completions_and_slots_stay_small() {
         assert!(
             std::mem::size_of::<Completion>() <= 72,
             "Completion is {} bytes",
             std::mem::size_of::<Completion>()
+        );
+        assert!(
+            std::mem::size_of::<Slot>() <= 192,
+            "Slot is {} bytes",
+            std::mem::size_of::<Slot>()
         );
     }
 

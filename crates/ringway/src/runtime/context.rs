@@ -10,7 +10,7 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use super::core_loop::Core;
+use super::core::Core;
 use crate::driver::Driver;
 use crate::time::Timers;
 

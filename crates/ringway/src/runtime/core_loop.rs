@@ -1,4 +1,4 @@
-//! One core of the runtime: its driver, its tasks, its timers and its loop.
+//! The loop of one core of the runtime (what a core is made of: `core.rs`).
 //!
 //! A loop turn runs every task that is ready, takes in what other threads sent (wakes,
 //! spawns), fires due timers, then makes exactly one driver call that submits the turn's
@@ -13,101 +13,19 @@ use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use slab::Slab;
 
 use super::context::{try_with_core, Enter};
+use super::core::{Core, CoreShared, Remote, TaskBody, TaskEntry};
 use super::run_queue::{RunQueue, RunQueueEntry};
 use super::task::{JoinHandle, JoinState, Schedule, TaskFuture, TaskHeader};
 use super::task_waker::borrowed_task_waker;
-use crate::driver::{Driver, DriverWaker};
+use crate::driver::Driver;
 use crate::time::Timers;
-
-/// Something another thread hands to this core.
-pub(crate) enum Remote {
-    Wake(Arc<TaskHeader>),
-    Spawn(Box<dyn FnOnce() + Send>),
-}
-
-/// The part of a core other threads can reach.
-pub(crate) struct CoreShared {
-    pub index: usize,
-    /// What other threads sent; `None` once the core has shut down (what comes after is
-    /// dropped at once: a wake or spawn held here would keep the core's shared part, and
-    /// its eventfd, alive through the task's header forever).
-    inject: Mutex<Option<Vec<Remote>>>,
-    has_inject: AtomicBool,
-    pub waker: DriverWaker,
-    pub shutdown: AtomicBool,
-    /// Every core of the runtime, for `Handle::current` (weak: the runtime owns them).
-    pub runtime: std::sync::OnceLock<std::sync::Weak<[Arc<CoreShared>]>>,
-}
-
-impl CoreShared {
-    pub(crate) fn new(index: usize, waker: DriverWaker) -> Arc<Self> {
-        Arc::new(CoreShared {
-            index,
-            inject: Mutex::new(Some(Vec::new())),
-            has_inject: AtomicBool::new(false),
-            waker,
-            shutdown: AtomicBool::new(false),
-            runtime: std::sync::OnceLock::new(),
-        })
-    }
-
-    /// Queues `r` for this core and wakes its driver if it sleeps. After the core has
-    /// shut down, `r` is dropped (a spawn reports its task cancelled).
-    pub(crate) fn inject(&self, r: Remote) {
-        let refused = {
-            let mut queue = self.inject.lock().unwrap_or_else(|e| e.into_inner());
-            match queue.as_mut() {
-                Some(q) => {
-                    q.push(r);
-                    None
-                }
-                None => Some(r),
-            }
-        };
-        if refused.is_some() {
-            return; // dropped here, outside the lock
-        }
-        self.has_inject.store(true, Ordering::SeqCst);
-        self.waker.wake();
-    }
-
-    /// Whether anything was injected since the last call (then `take_injected` has it).
-    #[inline]
-    fn take_has_injected(&self) -> bool {
-        self.has_inject.swap(false, Ordering::SeqCst)
-    }
-
-    fn take_injected(&self, into: &mut Vec<Remote>) {
-        if let Some(q) = self
-            .inject
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_mut()
-        {
-            into.append(q);
-        }
-    }
-
-    /// Refuses everything from now on; returns what was queued.
-    fn close_inject(&self) -> Vec<Remote> {
-        self.inject
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .unwrap_or_default()
-    }
-
-    fn has_injected(&self) -> bool {
-        self.has_inject.load(Ordering::SeqCst)
-    }
-}
 
 impl Schedule for CoreShared {
     fn schedule(&self, task: &Arc<TaskHeader>) {
@@ -124,46 +42,6 @@ impl Schedule for CoreShared {
             self.inject(Remote::Wake(task.clone()));
         }
     }
-}
-
-struct TaskEntry {
-    header: Arc<TaskHeader>,
-    /// The future, in an allocation that never moves: polled in place (through a
-    /// pointer, with the slab not borrowed, so that the task may spawn).
-    body: Pin<Box<TaskBody<dyn Future<Output = ()>>>>,
-}
-
-/// What a task entry owns on the heap. Aligned to a cache line: a task's state is
-/// read from memory again at each poll when there are many (a thousand connections'
-/// do not fit in a core's L2), and a body that starts mid-line spans one line more
-/// for the same bytes.
-#[repr(C, align(64))]
-struct TaskBody<F: ?Sized> {
-    /// Being polled: a nested turn (a `block_on` inside a task) must not poll it again,
-    /// and nothing may drop it. Kept here, beside the future, so that the end of a poll
-    /// clears it through the body's pointer without looking the task up again.
-    running: std::cell::Cell<bool>,
-    future: F,
-}
-
-impl RunQueueEntry {
-    fn of(h: &Arc<TaskHeader>) -> Self {
-        RunQueueEntry {
-            key: h.key.load(Ordering::Acquire),
-            header: Arc::as_ptr(h) as usize,
-        }
-    }
-}
-
-/// A core: owned by one thread, never shared.
-pub(crate) struct Core {
-    pub(super) shared: Arc<CoreShared>,
-    pub(super) driver: RefCell<Driver>,
-    pub(super) timers: RefCell<Timers>,
-    queue: RunQueue,
-    tasks: RefCell<Slab<TaskEntry>>,
-    /// The driver keeps the core's timer in the kernel (see `Driver::turn_with_timer`).
-    kernel_timer: bool,
 }
 
 /// Wakes `block_on`'s own future.

@@ -10,6 +10,7 @@
 
 mod blocking;
 pub(crate) mod context;
+mod core;
 mod core_loop;
 mod run_queue;
 mod task;
@@ -26,7 +27,7 @@ use std::time::Duration;
 pub use blocking::spawn_blocking;
 pub use task::{JoinError, JoinHandle};
 
-use self::core_loop::{Core, CoreShared, Remote};
+use self::core::{Core, CoreShared, Remote};
 use self::task::{JoinState, TaskHeader};
 use crate::driver::{Backend, BackendInfo, Driver, DriverConfig, DriverStats};
 

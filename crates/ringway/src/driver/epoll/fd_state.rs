@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use crate::driver::OpId;
+use crate::driver::completion::OpId;
 
 /// One direction of an fd.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -22,50 +22,17 @@ use std::io;
 use std::os::fd::{OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
-use super::delivery::received_to_waker;
-use super::op::{recv_bytes, AfterEnd, Attempt, EpollOp, Op, OpKind, Readiness, SendAll};
+use super::completion::{Completion, OpId};
+use super::delivery::received_to_task;
+use super::delivery::Delivery;
+use super::op::{recv_bytes, Attempt, EpollOp, EpollOpState, Op, OpKind, Readiness, SendAll};
+use super::slot::{Flight, MultishotEnd, Owner};
 use super::starved::Starved;
-use super::table::{Notify, SlotState};
-use super::{Completion, Delivery, DriverWaker, OpId, RawAddr};
+use super::waker::DriverWaker;
 use crate::buf::BufferPool;
 use fd_state::{Direction, FdState};
 
 const WAKE_KEY: u64 = u64::MAX;
-
-/// One operation's epoll-only state, by slot index.
-pub(crate) struct EpollOpState {
-    /// An address the op reads (`Connect`, `SendTo`), copied at submission. Boxed:
-    /// a `sockaddr_storage` is 128 bytes and most ops (every stream's receive) read
-    /// none; the slot keeps the box for its next op, so a socket's `SendTo`s reuse it.
-    addr: Option<Box<RawAddr>>,
-    /// A non-blocking connect is under way: the next try reads its outcome.
-    pub connecting: bool,
-    /// Bytes a `SendAll` has sent so far.
-    pub progress: usize,
-    /// When the operation's timeout fires.
-    deadline: Option<Instant>,
-    /// An fd to forget and close once this operation has ended (`close_after`).
-    close_after: Option<OwnedFd>,
-}
-
-impl EpollOpState {
-    /// The address copied at submission, for an op that reads one.
-    pub(crate) fn addr(&self) -> &RawAddr {
-        self.addr
-            .as_deref()
-            .expect("an op that reads an address had it copied at submission")
-    }
-
-    fn new() -> Self {
-        EpollOpState {
-            addr: None,
-            connecting: false,
-            progress: 0,
-            deadline: None,
-            close_after: None,
-        }
-    }
-}
 
 pub(crate) struct Epoll {
     epfd: OwnedFd,
@@ -310,101 +277,130 @@ impl Epoll {
                 self.fd_state(fd).queue(dir).pop_front();
                 continue;
             };
-            if slot.done || slot.cancel_requested {
+            if slot.flight == Flight::Running && slot.backlogged() {
+                // Its consumer fell behind: no more reads until it catches up (`resume`).
+                slot.flight = Flight::Stopped;
+            }
+            match slot.flight {
+                Flight::Running => {}
                 // Over, or being cancelled (a dropped future's op is taken out of its
                 // queue when cancelled; this is the safety net). An orphaned op that
                 // nobody cancelled is a detached one: it runs.
-                self.fd_state(fd).queue(dir).pop_front();
-                continue;
-            }
-            if slot.starved || slot.backlogged {
+                Flight::Done | Flight::Cancelling => {
+                    self.fd_state(fd).queue(dir).pop_front();
+                    continue;
+                }
                 // Parked on an empty pool (`turn` retries it when a buffer comes back), or
-                // its consumer is behind (`resume` retries it when it catches up): an
-                // edge changes nothing, and nothing behind it may go first.
+                // its consumer is behind (`resume` retries it when it catches up): an edge
+                // changes nothing, and nothing behind it may go first.
+                Flight::Starved | Flight::Stopping | Flight::Stopped => return,
+            }
+            if !self.try_front(d, id, fd, dir) {
                 return;
-            }
-            let (op, multishot) = (slot.op, slot.multishot);
-            let wants_more = slot.state == SlotState::Owned && !slot.cancel_requested;
-            let attempt = match (op, wants_more, &slot.notify) {
-                (Op::RecvMulti(recv), true, Notify::Waker(_)) => {
-                    // Bytes for a stream a task awaits, the common case: straight to
-                    // its queue. What else a try comes to goes the general way below.
-                    match recv_bytes(recv.fd, d.pool) {
-                        Ok((buf, drained)) => {
-                            let result = buf.len() as i32;
-                            received_to_waker(slot, id, result, || buf, d.stats, d.backlogged);
-                            if drained {
-                                // As below: a closed direction stays ready.
-                                let st = self.fd_state(fd);
-                                st.set_ready(dir, false);
-                                if !st.ready(dir) {
-                                    return;
-                                }
-                            }
-                            continue;
-                        }
-                        Err(other) => other,
-                    }
-                }
-                // SAFETY: the submitter's promise for the op's pointers, held until the
-                // final completion, which has not come yet (`done` is false).
-                _ => unsafe { op.attempt(self.op_state(id.index), d.pool) },
-            };
-            let (c, drained) = match attempt {
-                Attempt::Blocked => {
-                    self.fd_state(fd).set_ready(dir, false);
-                    return;
-                }
-                Attempt::Done { c, drained } => (c, drained),
-            };
-            let mut last = !multishot || op.ends(c.result);
-            if multishot && last && wants_more {
-                match op.after_end(c.result) {
-                    AfterEnd::AwaitBuffer => {
-                        // Stays first in the queue: it is retried from there once a
-                        // buffer comes back.
-                        if let Some(slot) = d.table.get_mut(id) {
-                            slot.starved = true;
-                        }
-                        self.starved.park(id);
-                        d.stats.pool_starved += 1;
-                        return;
-                    }
-                    AfterEnd::Rearm => last = false,
-                    AfterEnd::Finish => {}
-                }
-            }
-            if last {
-                self.fd_state(fd).queue(dir).pop_front();
-                self.finish(d, id, c);
-            } else {
-                d.deliver(id, c, false);
-            }
-            if op.once_per_edge() {
-                self.fd_state(fd).set_ready(dir, false);
-                return;
-            }
-            if drained {
-                // A closed direction stays ready (`set_ready`): then go on, so that a
-                // multishot receive still parked here reads the end of stream now. No
-                // edge will come for it: the one that said RDHUP is gone.
-                let st = self.fd_state(fd);
-                st.set_ready(dir, false);
-                if !st.ready(dir) {
-                    return;
-                }
             }
         }
+    }
+
+    /// One try of operation `id`, first in `fd`'s `dir` queue; true to go on with the
+    /// next one.
+    fn try_front(&mut self, d: &mut Delivery<'_>, id: OpId, fd: RawFd, dir: Direction) -> bool {
+        let slot = d.table.get_mut(id).expect("a live op first in its queue");
+        let op = slot.op;
+        let attempt = match (op, &slot.owner) {
+            (Op::RecvMulti(recv), Owner::Stream { .. }) => {
+                // Bytes for a stream a task awaits, the common case: straight to its
+                // queue. What else a try comes to goes the general way.
+                match recv_bytes(recv.fd, d.pool) {
+                    Ok((buf, drained)) => {
+                        let result = buf.len() as i32;
+                        received_to_task(slot, id, result, || buf, d.stats, d.backlogged);
+                        return !drained || self.drained(fd, dir);
+                    }
+                    Err(other) => other,
+                }
+            }
+            // SAFETY: the submitter's promise for the op's pointers, held until the
+            // final completion, which has not come yet (it is `Running`).
+            _ => unsafe { op.attempt(self.op_state(id.index), d.pool) },
+        };
+        self.tried(d, id, fd, dir, attempt)
+    }
+
+    /// What a try of `id` came to; true to go on with the next op of the queue.
+    fn tried(
+        &mut self,
+        d: &mut Delivery<'_>,
+        id: OpId,
+        fd: RawFd,
+        dir: Direction,
+        attempt: Attempt,
+    ) -> bool {
+        let (c, drained) = match attempt {
+            Attempt::Blocked => {
+                self.fd_state(fd).set_ready(dir, false);
+                return false;
+            }
+            Attempt::Done { c, drained } => (c, drained),
+        };
+        let slot = d.table.get_mut(id).expect("a live op first in its queue");
+        let op = slot.op;
+        let mut last = !op.is_multishot() || op.ends(c.result);
+        if op.is_multishot() && last {
+            // The one rule for the end of a multishot op (`Slot::multishot_end`).
+            match slot.multishot_end(c.result) {
+                MultishotEnd::Park => {
+                    // Stays first in the queue: it is retried from there once a buffer
+                    // comes back.
+                    slot.flight = Flight::Starved;
+                    self.starved.park(id);
+                    d.stats.pool_starved += 1;
+                    return false;
+                }
+                MultishotEnd::Rearm { .. } => last = false,
+                // (epoll stops a backlogged receive before trying it: no stop ends here.)
+                MultishotEnd::Stop { .. } | MultishotEnd::Finish => {}
+            }
+        }
+        if last {
+            self.fd_state(fd).queue(dir).pop_front();
+            self.finish(d, id, c);
+        } else {
+            d.deliver(id, c, false);
+        }
+        if op.once_per_edge() {
+            self.fd_state(fd).set_ready(dir, false);
+            return false;
+        }
+        !drained || self.drained(fd, dir)
+    }
+
+    /// A transfer drained `fd` in `dir`: no longer ready, unless that direction is
+    /// closed (a closed direction stays ready: a multishot receive still parked there
+    /// then reads the end of stream now; no edge will come for it, the one that said
+    /// RDHUP is gone). True if it is still ready.
+    #[inline]
+    fn drained(&mut self, fd: RawFd, dir: Direction) -> bool {
+        let st = self.fd_state(fd);
+        st.set_ready(dir, false);
+        st.ready(dir)
     }
 
     /// The consumer of a receive stopped for backlog caught up: read on.
     pub(crate) fn resume(&mut self, d: &mut Delivery<'_>, id: OpId) {
-        if let Some(fd) = d.table.get_mut(id).and_then(|s| s.op.fd()) {
+        let Some(slot) = d.table.get_mut(id) else {
+            return;
+        };
+        if slot.flight == Flight::Stopped {
+            slot.flight = Flight::Running;
+        }
+        if let Some(fd) = slot.op.fd() {
             self.run_queue(d, fd, Direction::Read);
         }
     }
 
-    pub(crate) fn cancel(&mut self, d: &mut Delivery<'_>, id: OpId) {
+    /// Ends operation `id` at once (it stood at `was`; epoll has nothing in the
+    /// kernel to take back).
+    pub(crate) fn cancel(&mut self, d: &mut Delivery<'_>, id: OpId, _was: Flight) {
         self.end_with(d, id, -libc::ECANCELED);
     }
 
@@ -413,10 +409,9 @@ impl Epoll {
         let Some(slot) = d.table.get_mut(id) else {
             return;
         };
-        if slot.done {
+        if slot.flight == Flight::Done {
             return;
         }
-        slot.starved = false;
         let Some(fd) = slot.op.fd() else { return };
         self.starved.forget(id);
         if let Some(Some(st)) = self.fds.get_mut(fd as usize) {
@@ -435,7 +430,10 @@ impl Epoll {
             Ok(())
         };
         for id in st.into_parked() {
-            if d.table.get_mut(id).is_some_and(|s| !s.done) {
+            if d.table
+                .get_mut(id)
+                .is_some_and(|s| s.flight != Flight::Done)
+            {
                 self.starved.forget(id);
                 self.finish(d, id, Completion::new(-libc::ECANCELED));
             }
@@ -461,7 +459,8 @@ impl Epoll {
             let Some(slot) = d.table.get_mut(id) else {
                 continue;
             };
-            slot.starved = false;
+            // Its reader may have fallen behind meanwhile: `run_queue` stops it then.
+            slot.flight = Flight::Running;
             d.stats.pool_resumed += 1;
             if let Some(fd) = slot.op.fd() {
                 self.run_queue(d, fd, Direction::Read);

@@ -4,11 +4,12 @@ use std::os::fd::RawFd;
 
 use io_uring::{opcode, squeue, types};
 
+use super::EpollOpState;
 use super::{AfterEnd, Attempt, EpollOp, OpKind, Readiness, UringOp};
+use super::{UringEnv, UringScratch};
 use crate::buf::BufferPool;
-use crate::driver::epoll::EpollOpState;
-use crate::driver::uring::{UringEnv, UringScratch};
-use crate::driver::{Completion, RawAddr};
+use crate::driver::addr::RawAddr;
+use crate::driver::completion::Completion;
 
 /// Accepts one connection; the completion carries the new fd (`O_CLOEXEC`) and the
 /// peer's address.

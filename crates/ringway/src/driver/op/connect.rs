@@ -4,11 +4,11 @@ use std::os::fd::RawFd;
 
 use io_uring::{opcode, squeue, types};
 
+use super::EpollOpState;
 use super::{Attempt, EpollOp, OpKind, Readiness, UringOp};
+use super::{UringEnv, UringScratch};
 use crate::buf::BufferPool;
-use crate::driver::epoll::EpollOpState;
-use crate::driver::uring::{UringEnv, UringScratch};
-use crate::driver::RawAddr;
+use crate::driver::addr::RawAddr;
 
 /// Connects a socket to `addr`.
 #[derive(Debug, Clone, Copy)]

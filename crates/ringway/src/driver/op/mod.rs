@@ -18,6 +18,7 @@
 mod accept;
 mod close;
 mod connect;
+mod epoll_state;
 mod fsync;
 mod mkdir;
 mod nop;
@@ -39,6 +40,7 @@ mod splice;
 mod statx;
 mod supported;
 mod unlink;
+mod uring_env;
 mod wait_id;
 mod write_at;
 mod write_fd;
@@ -46,6 +48,7 @@ mod write_fd;
 pub use accept::{Accept, AcceptMulti};
 pub use close::Close;
 pub use connect::Connect;
+pub(crate) use epoll_state::EpollOpState;
 pub use fsync::Fsync;
 pub use mkdir::MkDir;
 pub use nop::Nop;
@@ -68,6 +71,7 @@ pub use splice::Splice;
 pub use statx::Statx;
 pub use supported::{supported, UringOpcode};
 pub use unlink::Unlink;
+pub(crate) use uring_env::{UringEnv, UringScratch};
 pub use wait_id::WaitId;
 pub use write_at::WriteAt;
 pub use write_fd::WriteFd;
@@ -78,9 +82,8 @@ use std::os::fd::RawFd;
 
 use io_uring::squeue;
 
-use super::epoll::EpollOpState;
-use super::uring::{UringEnv, UringScratch};
-use super::{Completion, RawAddr};
+use super::addr::RawAddr;
+use super::completion::Completion;
 use crate::buf::BufferPool;
 
 /// What an op is, whatever the backend that runs it.

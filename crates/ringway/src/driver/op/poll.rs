@@ -4,10 +4,10 @@ use std::os::fd::RawFd;
 
 use io_uring::{opcode, squeue, types};
 
+use super::EpollOpState;
 use super::{AfterEnd, Attempt, EpollOp, OpKind, Readiness, UringOp};
+use super::{UringEnv, UringScratch};
 use crate::buf::BufferPool;
-use crate::driver::epoll::EpollOpState;
-use crate::driver::uring::{UringEnv, UringScratch};
 
 /// Waits until `fd` has any of `events` (`POLLIN`, `POLLOUT`, ...); completes with the
 /// ready mask. `multishot` keeps reporting, once per readiness change, until cancelled.

@@ -4,10 +4,10 @@ use std::os::fd::RawFd;
 
 use io_uring::{opcode, squeue, types};
 
+use super::EpollOpState;
 use super::{Attempt, EpollOp, OpKind, Readiness, UringOp};
+use super::{UringEnv, UringScratch};
 use crate::buf::BufferPool;
-use crate::driver::epoll::EpollOpState;
-use crate::driver::uring::{UringEnv, UringScratch};
 
 /// Reads up to `len` bytes into `buf` at the fd's current position (`read(2)`);
 /// completes with the count, 0 at end of file. For fds that have readiness but are not

@@ -5,11 +5,12 @@ use std::os::fd::RawFd;
 use io_uring::{opcode, squeue, types};
 
 use super::send_vectored::empty_msghdr;
+use super::EpollOpState;
 use super::{Attempt, EpollOp, OpKind, Readiness, UringOp};
+use super::{UringEnv, UringScratch};
 use crate::buf::BufferPool;
-use crate::driver::epoll::EpollOpState;
-use crate::driver::uring::{UringEnv, UringScratch};
-use crate::driver::{Completion, RawAddr};
+use crate::driver::addr::RawAddr;
+use crate::driver::completion::Completion;
 
 /// Receives one datagram into `buf`; the completion carries its source address.
 #[derive(Debug, Clone, Copy)]

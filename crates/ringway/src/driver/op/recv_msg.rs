@@ -4,10 +4,10 @@ use std::os::fd::RawFd;
 
 use io_uring::{opcode, squeue, types};
 
+use super::EpollOpState;
 use super::{Attempt, EpollOp, OpKind, Readiness, UringOp};
+use super::{UringEnv, UringScratch};
 use crate::buf::BufferPool;
-use crate::driver::epoll::EpollOpState;
-use crate::driver::uring::{UringEnv, UringScratch};
 
 /// Receives one message (`recvmsg(fd, msg, 0)`); completes with the byte count. Unlike
 /// `RecvFrom`, whose source address must be an IP one (it travels in the completion),

@@ -17,11 +17,11 @@ use std::os::fd::RawFd;
 
 use io_uring::{opcode, squeue, types};
 
+use super::EpollOpState;
 use super::{AfterEnd, Attempt, EpollOp, OpKind, Readiness, UringOp};
+use super::{UringEnv, UringScratch};
 use crate::buf::{BufferPool, PoolBuf};
-use crate::driver::epoll::EpollOpState;
-use crate::driver::uring::{UringEnv, UringScratch};
-use crate::driver::Completion;
+use crate::driver::completion::Completion;
 
 /// Receives into pool buffers until cancelled, end of stream (a completion of 0) or an
 /// error: one completion per piece of a buffer filled.

@@ -8,10 +8,10 @@ use std::os::fd::RawFd;
 
 use io_uring::{opcode, squeue, types};
 
+use super::EpollOpState;
 use super::{Attempt, EpollOp, OpKind, Readiness, UringOp};
+use super::{UringEnv, UringScratch};
 use crate::buf::BufferPool;
-use crate::driver::epoll::EpollOpState;
-use crate::driver::uring::{UringEnv, UringScratch};
 
 /// Sends `len` bytes from `buf` (`MSG_NOSIGNAL`); completes with the count sent.
 #[derive(Debug, Clone, Copy)]

@@ -10,10 +10,10 @@ use std::os::fd::RawFd;
 
 use io_uring::{opcode, squeue, types};
 
+use super::EpollOpState;
 use super::{Attempt, EpollOp, OpKind, Readiness, UringOp};
+use super::{UringEnv, UringScratch};
 use crate::buf::BufferPool;
-use crate::driver::epoll::EpollOpState;
-use crate::driver::uring::{UringEnv, UringScratch};
 
 /// Sends all `len` bytes from `buf` (`MSG_NOSIGNAL`); completes once, with `len`, or
 /// with an error (a negative result) if the socket failed part way.

@@ -5,11 +5,11 @@ use std::os::fd::RawFd;
 use io_uring::{opcode, squeue, types};
 
 use super::send_vectored::empty_msghdr;
+use super::EpollOpState;
 use super::{Attempt, EpollOp, OpKind, Readiness, UringOp};
+use super::{UringEnv, UringScratch};
 use crate::buf::BufferPool;
-use crate::driver::epoll::EpollOpState;
-use crate::driver::uring::{UringEnv, UringScratch};
-use crate::driver::RawAddr;
+use crate::driver::addr::RawAddr;
 
 /// Sends `len` bytes from `buf` as one datagram to `addr` (`MSG_NOSIGNAL`).
 #[derive(Debug, Clone, Copy)]

@@ -4,10 +4,10 @@ use std::os::fd::RawFd;
 
 use io_uring::{opcode, squeue, types};
 
+use super::EpollOpState;
 use super::{Attempt, EpollOp, OpKind, Readiness, UringOp};
+use super::{UringEnv, UringScratch};
 use crate::buf::BufferPool;
-use crate::driver::epoll::EpollOpState;
-use crate::driver::uring::{UringEnv, UringScratch};
 
 /// Moves up to `len` bytes from `fd_in` to `fd_out` (`splice(2)`); one of the two must be
 /// a pipe. Completes with the count moved, 0 at the end of the input.

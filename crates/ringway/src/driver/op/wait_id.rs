@@ -4,10 +4,10 @@ use std::os::fd::RawFd;
 
 use io_uring::{opcode, squeue};
 
+use super::EpollOpState;
 use super::{Attempt, EpollOp, OpKind, Readiness, UringOp};
+use super::{UringEnv, UringScratch};
 use crate::buf::BufferPool;
-use crate::driver::epoll::EpollOpState;
-use crate::driver::uring::{UringEnv, UringScratch};
 
 /// Waits until the child behind `pidfd` has exited and reaps it
 /// (`waitid(P_PIDFD, pidfd, info, WEXITED)`); completes with 0 and the child's

@@ -4,10 +4,10 @@ use std::os::fd::RawFd;
 
 use io_uring::{opcode, squeue, types};
 
+use super::EpollOpState;
 use super::{Attempt, EpollOp, OpKind, Readiness, UringOp};
+use super::{UringEnv, UringScratch};
 use crate::buf::BufferPool;
-use crate::driver::epoll::EpollOpState;
-use crate::driver::uring::{UringEnv, UringScratch};
 
 /// Writes up to `len` bytes from `buf` at the fd's current position (`write(2)`);
 /// completes with the count. The writing twin of [`ReadFd`](super::ReadFd): for pipes

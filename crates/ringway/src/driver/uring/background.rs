@@ -14,7 +14,8 @@
 //! only after its CQE, and the socket forgets the send (`Background::finish`) in that
 //! same step, so nothing can name a finished entry: no generation is needed.
 
-use crate::driver::{Held, HeldValue, OpId};
+use crate::driver::completion::OpId;
+use crate::driver::held::{Held, HeldValue};
 
 /// The low 32 bits of a background send's `user_data`.
 pub(crate) const TAG: u32 = u32::MAX - 1;

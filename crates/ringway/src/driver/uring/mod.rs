@@ -20,9 +20,8 @@
 mod background;
 mod scratch;
 
+use super::op::UringEnv;
 use background::BackgroundSends;
-use scratch::Pause;
-pub(crate) use scratch::UringScratch;
 
 use std::io;
 use std::os::fd::RawFd;
@@ -30,10 +29,13 @@ use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
-use super::op::{AfterEnd, Op, OpKind, SendAll, UringOp};
+use super::completion::{Completion, OpId};
+use super::delivery::Delivery;
+use super::held::{Held, HeldValue};
+use super::op::{Op, OpKind, SendAll, UringOp};
+use super::slot::{Flight, MultishotEnd, Owner};
 use super::starved::Starved;
-use super::table::{Notify, OpTable, SlotState};
-use super::{Completion, Delivery, Held, HeldValue, OpId};
+use super::table::OpTable;
 use scratch::ScratchPages;
 
 const INTERNAL: u64 = u32::MAX as u64;
@@ -53,20 +55,6 @@ pub(crate) const BGID: u16 = 0;
 /// `IORING_ENTER_GETEVENTS` from the kernel ABI (the io-uring crate keeps its constant
 /// private).
 const ENTER_GETEVENTS: u32 = 1;
-
-/// What every op's SQE may depend on besides the op: the ring's settings.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct UringEnv {
-    /// The provided-buffer ring's group id.
-    pub bgid: u16,
-    /// The most bytes a multishot receive takes per trigger (when the kernel takes a
-    /// cap: `recv_len_cap`).
-    pub recv_per_trigger: u32,
-    /// Sends of at least this many bytes use `SEND_ZC` (`usize::MAX`: never).
-    pub send_zc_min: usize,
-    /// The kernel takes a per-trigger length for a multishot receive (probed).
-    pub recv_len_cap: bool,
-}
 
 pub(crate) struct Uring {
     // Dropped first: the ring, then what its operations point into.
@@ -182,12 +170,9 @@ impl Uring {
         let Some(slot) = table.get_mut(id) else {
             return;
         };
-        if slot.multishot || matches!(slot.op, Op::Send(_)) {
-            // What a previous op of this slot may have left in the flags that only these
-            // ops read (`cancel` reads `pause` of multishot ops only).
-            let scratch = self.records.scratch.get(id.index);
-            scratch.plain_send = false;
-            scratch.pause = Pause::Running;
+        if matches!(slot.op, Op::Send(_)) {
+            // What a previous op of this slot may have left in the flag only sends read.
+            self.records.scratch.get(id.index).plain_send = false;
         }
         if let Some(addr) = slot.op.input_addr() {
             // SAFETY: the submitter guarantees `addr` is valid during submission.
@@ -318,7 +303,7 @@ impl Uring {
             let Some(slot) = d.table.get_mut(id) else {
                 continue;
             };
-            if slot.done {
+            if slot.flight == Flight::Done {
                 continue;
             }
             let scratch = self.records.scratch.get(id.index);
@@ -367,7 +352,10 @@ impl Uring {
         self.records.closes = closes;
     }
 
-    pub(crate) fn cancel(&mut self, d: &mut Delivery<'_>, id: OpId) {
+    /// Ends operation `id` early, which stood at `was` (its slot now says
+    /// `Cancelling`): at once if the kernel does not have it, else with an
+    /// `ASYNC_CANCEL` (its final CQE still comes).
+    pub(crate) fn cancel(&mut self, d: &mut Delivery<'_>, id: OpId, was: Flight) {
         if let Some(pos) = self.records.unsubmitted.iter().position(|s| *s == id) {
             // Never handed to the kernel, and now it never will be: it ends here, with
             // nothing done (see `unsubmitted`).
@@ -375,18 +363,13 @@ impl Uring {
             d.deliver(id, Completion::new(-libc::ECANCELED), true);
             return;
         }
-        let multishot = d.table.get_mut(id).is_some_and(|s| s.multishot);
-        if multishot && self.records.scratch.get(id.index).pause == Pause::Stopped {
-            // Stopped for backlog: not in the kernel, nothing to cancel there.
-            self.records.scratch.get(id.index).pause = Pause::Running;
-            d.deliver(id, Completion::new(-libc::ECANCELED), true);
-            return;
+        if was == Flight::Starved {
+            self.records.starved.forget(id);
         }
-        if self.records.starved.forget(id) {
-            // Not in the kernel at all: nothing to cancel there. It ends on the next
-            // turn, via a NOP carrying the op's own user_data (`dispatch` sees `starved`).
-            let sqe = opcode::Nop::new().build().user_data(id.to_user_data());
-            self.push(sqe);
+        if matches!(was, Flight::Starved | Flight::Stopped) {
+            // Not in the kernel (parked on an empty pool, or stopped for backlog):
+            // nothing to cancel there.
+            d.deliver(id, Completion::new(-libc::ECANCELED), true);
             return;
         }
         let sqe = opcode::AsyncCancel::new(id.to_user_data())
@@ -464,12 +447,12 @@ impl Uring {
         self.records.starved.take_rearmable(d.pool, &mut rearm);
         for id in rearm.drain(..) {
             d.stats.pool_resumed += 1;
-            if d.table.get_mut(id).is_some_and(|s| s.backlogged) {
+            let Some(slot) = d.table.get_mut(id) else {
+                continue;
+            };
+            if slot.backlogged() {
                 // Its reader is behind: it stays stopped until it catches up (`resume`).
-                self.records.scratch.get(id.index).pause = Pause::Stopped;
-                if let Some(slot) = d.table.get_mut(id) {
-                    slot.starved = false;
-                }
+                slot.flight = Flight::Stopped;
                 continue;
             }
             self.restart(d, id);
@@ -482,15 +465,13 @@ impl Uring {
     fn stop_backlogged(&mut self, d: &mut Delivery<'_>) {
         for i in 0..d.backlogged.len() {
             let id = d.backlogged[i];
-            // A receive parked on an empty pool is not in the kernel: it is stopped where
-            // it is re-armed (`turn`).
-            let live = d
-                .table
-                .get_mut(id)
-                .is_some_and(|s| s.backlogged && !s.done && !s.starved);
-            let scratch = self.records.scratch.get(id.index);
-            if live && scratch.pause == Pause::Running {
-                scratch.pause = Pause::Stopping;
+            // Only one the kernel has: a receive parked on an empty pool is stopped where
+            // it is re-armed (`rearm_starved`).
+            let Some(slot) = d.table.get_mut(id) else {
+                continue;
+            };
+            if slot.backlogged() && slot.flight == Flight::Running {
+                slot.flight = Flight::Stopping;
                 let sqe = opcode::AsyncCancel::new(id.to_user_data())
                     .build()
                     .user_data(CANCEL_UD);
@@ -503,9 +484,10 @@ impl Uring {
     /// The consumer of a stopped receive caught up: arm it again (at once if the kernel
     /// has let go of it; else its end CQE will).
     pub(crate) fn resume(&mut self, d: &mut Delivery<'_>, id: OpId) {
-        let scratch = self.records.scratch.get(id.index);
-        if scratch.pause == Pause::Stopped {
-            scratch.pause = Pause::Running;
+        if d.table
+            .get_mut(id)
+            .is_some_and(|s| s.flight == Flight::Stopped)
+        {
             self.restart(d, id);
         }
     }
@@ -563,7 +545,7 @@ impl Records {
     /// retry without zero-copy); its SQE goes with the next enter.
     fn restart(&mut self, d: &mut Delivery<'_>, id: OpId) {
         if let Some(slot) = d.table.get_mut(id) {
-            slot.starved = false;
+            slot.flight = Flight::Running;
             self.unsubmitted.push(id);
         }
     }
@@ -574,23 +556,42 @@ impl Records {
             return;
         }
         if ud as u32 == INTERNAL as u32 {
-            if ud == WAKE_UD {
-                self.wake_read = true;
-            } else if ud == TIMER_UD {
-                // Fired (or cancelled with the ring): out of the kernel either way.
-                self.timer_armed = None;
-                self.timer_fired = true;
-            } else if ud == CLOSE_UD && result < 0 {
-                tracing::debug!(errno = -result, "a close through the ring failed");
-            }
-            // Cancels and linked timeouts need no routing.
+            self.internal(ud, result);
             return;
         }
         let id = OpId::from_user_data(ud);
         let more = cqueue::more(flags);
-        if self.dispatch_common(d, id, result, flags, more) {
-            return;
+        if !self.dispatch_common(d, id, result, flags, more) {
+            self.dispatch_rest(d, id, result, flags, more);
         }
+    }
+
+    /// The CQE of one of the driver's own SQEs: the wake-up read, the core's timer,
+    /// cancels, linked timeouts and closes, which need no routing.
+    fn internal(&mut self, ud: u64, result: i32) {
+        if ud == WAKE_UD {
+            self.wake_read = true;
+        } else if ud == TIMER_UD {
+            // Fired (or cancelled with the ring): out of the kernel either way.
+            self.timer_armed = None;
+            self.timer_fired = true;
+        } else if ud == CLOSE_UD && result < 0 {
+            tracing::debug!(errno = -result, "a close through the ring failed");
+        }
+    }
+
+    /// What [`dispatch_common`](Self::dispatch_common) leaves: a completion with its
+    /// buffer and what the op adds to it, a zero-copy send's two CQEs, the end of a
+    /// multishot op (re-armed, parked or stopped by the one rule, `Slot::multishot_end`),
+    /// a linked timeout's, and then the owner's delivery.
+    fn dispatch_rest(
+        &mut self,
+        d: &mut Delivery<'_>,
+        id: OpId,
+        result: i32,
+        flags: u32,
+        more: bool,
+    ) {
         let mut c = Completion::new(result);
         if let Some(bid) = cqueue::buffer_select(flags) {
             c.buf = d.pool.provided(bid, result, flags);
@@ -598,11 +599,6 @@ impl Records {
         let Some(slot) = d.table.get_mut(id) else {
             return; // stale; a buffer in `c` goes back on drop
         };
-        if slot.starved {
-            // The NOP that ends a cancelled receive parked on an empty pool.
-            slot.starved = false;
-            c.result = -libc::ECANCELED;
-        }
         if let Op::Send(send) = slot.op {
             if send.len as usize >= self.env.send_zc_min {
                 match self.zero_copy_cqe(d, id, c, flags) {
@@ -617,51 +613,53 @@ impl Records {
         if result >= 0 && slot.op.fills() {
             slot.op.fill(self.scratch.get(id.index), &mut c);
         }
-        if slot.multishot && !more && self.scratch.get(id.index).pause == Pause::Stopping {
-            // The end of a receive stopped for backlog. Bytes it still carried are
-            // delivered; an empty pool is no news (it is stopped anyway); a real cancel,
-            // an error or end of stream ends it as usual (below).
-            let paused_end = result > 0 || result == -libc::ECANCELED || result == -libc::ENOBUFS;
-            if paused_end && !slot.cancel_requested && slot.state == SlotState::Owned {
-                let resume = !slot.backlogged;
-                if result > 0 {
-                    d.deliver(id, c, false);
-                }
-                if resume {
-                    self.scratch.get(id.index).pause = Pause::Running;
-                    self.restart(d, id);
-                } else {
-                    self.scratch.get(id.index).pause = Pause::Stopped;
-                }
-                return;
-            }
-            self.scratch.get(id.index).pause = Pause::Running;
+        if !more && slot.op.is_multishot() && self.multishot_ended(d, id, &mut c) {
+            return;
         }
         let Some(slot) = d.table.get_mut(id) else {
             return;
         };
-        if slot.multishot && !more && slot.state == SlotState::Owned && !slot.cancel_requested {
-            match slot.op.after_end(result) {
-                AfterEnd::AwaitBuffer => {
-                    slot.starved = true;
-                    self.starved.park(id);
-                    d.stats.pool_starved += 1;
-                    return;
-                }
-                AfterEnd::Rearm => {
-                    d.stats.rearmed += 1;
-                    d.deliver(id, c, false);
-                    self.restart(d, id);
-                    return;
-                }
-                AfterEnd::Finish => {}
-            }
-        }
-        if slot.timeout.is_some() && result == -libc::ECANCELED && !slot.cancel_requested {
+        if slot.timeout.is_some() && result == -libc::ECANCELED && !slot.cancel_requested() {
             // The linked timeout fired, not a cancel of ours.
             c.result = -libc::ETIMEDOUT;
         }
         d.deliver(id, c, !more);
+    }
+
+    /// The kernel ended multishot op `id` with completion `c`: re-armed, parked or
+    /// stopped by the one rule (`Slot::multishot_end`), true if that was done here;
+    /// false if it is over, and `c` goes to its owner as the last.
+    fn multishot_ended(&mut self, d: &mut Delivery<'_>, id: OpId, c: &mut Completion) -> bool {
+        let Some(slot) = d.table.get_mut(id) else {
+            return true;
+        };
+        let was = slot.flight;
+        match slot.multishot_end(c.result) {
+            MultishotEnd::Finish => false,
+            MultishotEnd::Park => {
+                slot.flight = Flight::Starved;
+                self.starved.park(id);
+                d.stats.pool_starved += 1;
+                true
+            }
+            MultishotEnd::Rearm { deliver } => {
+                if was == Flight::Running {
+                    d.stats.rearmed += 1;
+                }
+                if deliver {
+                    d.deliver(id, std::mem::replace(c, Completion::new(0)), false);
+                }
+                self.restart(d, id);
+                true
+            }
+            MultishotEnd::Stop { deliver } => {
+                slot.flight = Flight::Stopped;
+                if deliver {
+                    d.deliver(id, std::mem::replace(c, Completion::new(0)), false);
+                }
+                true
+            }
+        }
     }
 
     /// The two completions a busy server is mostly made of, handled with one slot
@@ -681,19 +679,19 @@ impl Records {
         let Some(slot) = d.table.get_mut(id) else {
             return false;
         };
-        if slot.starved || slot.cancel_requested || slot.timeout.is_some() {
+        if slot.flight != Flight::Running || slot.timeout.is_some() {
             return false;
         }
-        match slot.state {
-            SlotState::Owned if more && result > 0 => {
-                let (Op::RecvMulti(_), Notify::Waker(_)) = (&slot.op, &slot.notify) else {
+        match &mut slot.owner {
+            Owner::Stream { .. } if more && result > 0 => {
+                let Op::RecvMulti(_) = slot.op else {
                     return false;
                 };
                 let Some(bid) = cqueue::buffer_select(flags) else {
                     return false;
                 };
                 let pool = d.pool;
-                super::delivery::received_to_waker(
+                super::delivery::received_to_task(
                     slot,
                     id,
                     result,
@@ -703,17 +701,15 @@ impl Records {
                 );
                 true
             }
-            SlotState::Orphaned if !more => {
-                if slot.multishot
+            Owner::Orphaned(held) if !more => {
+                if slot.op.is_multishot()
                     || slot.op.yields_fd()
                     || matches!(slot.op, Op::Send(_))
                     || cqueue::buffer_select(flags).is_some()
-                    || slot.single.is_some()
-                    || !slot.queue.is_empty()
                 {
                     return false;
                 }
-                HeldValue::finish_in_place(&mut slot.held, result);
+                HeldValue::finish_in_place(held, result);
                 d.table.release_emptied(id);
                 true
             }
@@ -736,27 +732,34 @@ impl Records {
     ) -> Option<Completion> {
         let scratch = self.scratch.get(id.index);
         let slot = d.table.get_mut(id)?;
-        let owned = slot.state == SlotState::Owned;
+        let awaited = slot.is_awaited();
         if cqueue::notif(flags) {
-            if scratch.plain_send && owned && !slot.done && slot.single.is_none() {
+            // Nothing went to the owner yet: the result of a refused attempt is not
+            // delivered (below).
+            let untold = match &slot.owner {
+                Owner::Single { completion, .. } => completion.is_none(),
+                other => matches!(other, Owner::Token(_)),
+            };
+            if scratch.plain_send && awaited && slot.flight != Flight::Done && untold {
                 // The refused attempt is over: now the plain send.
                 self.restart(d, id);
                 return None;
             }
-            match (slot.state, &mut slot.notify) {
-                (SlotState::Orphaned, _) => d.table.release(id),
-                (_, Notify::Token(_)) => d.deliver(id, Completion::new(0), true),
-                (_, Notify::Waker(w)) => {
-                    slot.done = true;
-                    if let (true, Some(w)) = (slot.armed, w) {
-                        w.wake_by_ref();
-                    }
+            match &slot.owner {
+                Owner::Orphaned(_) => d.table.release(id),
+                Owner::Token(_) => d.deliver(id, Completion::new(0), true),
+                Owner::Single { .. } | Owner::Stream { .. } => {
+                    slot.flight = Flight::Done;
+                    slot.wake();
                 }
+                Owner::Free => {}
             }
             return None;
         }
-        let refused =
-            c.result == -libc::EOPNOTSUPP && !scratch.plain_send && owned && !slot.cancel_requested;
+        let refused = c.result == -libc::EOPNOTSUPP
+            && !scratch.plain_send
+            && awaited
+            && !slot.cancel_requested();
         if refused {
             scratch.plain_send = true;
             if !cqueue::more(flags) {

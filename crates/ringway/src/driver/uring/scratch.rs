@@ -1,53 +1,12 @@
-//! Memory the kernel reads or writes while an operation is in flight, by slot index.
+//! Where each operation's kernel-visible memory ([`UringScratch`]) lives, by slot
+//! index.
 //!
 //! An SQE points into it (an address, a `msghdr`, a linked timeout's timespec), so it
 //! must not move until the final CQE: it lives in fixed-size pages that are never
 //! freed while the ring lives, indexed like the driver's op table.
 
-use io_uring::types::Timespec;
-
+use crate::driver::op::UringScratch;
 use crate::driver::table::PAGE;
-use crate::driver::RawAddr;
-
-/// One operation's kernel-visible memory (io_uring only).
-pub(crate) struct UringScratch {
-    /// An address the op reads (`Connect`, `SendTo`: copied at submission) or the
-    /// kernel writes (`Accept`, `RecvFrom`).
-    pub addr: RawAddr,
-    pub msg: libc::msghdr,
-    pub iov: libc::iovec,
-    /// A linked timeout's duration.
-    pub timeout: Timespec,
-    /// The socket refused `SEND_ZC`: send this op's bytes the ordinary way.
-    pub plain_send: bool,
-    /// A multishot receive stopped for its consumer's backlog.
-    pub pause: Pause,
-}
-
-/// Where a multishot receive stopped for backlog stands with the kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Pause {
-    /// Armed in the kernel (or not a paused op at all).
-    Running,
-    /// An `ASYNC_CANCEL` to stop it is on its way; its end CQE has not come.
-    Stopping,
-    /// Stopped: not in the kernel until the consumer catches up.
-    Stopped,
-}
-
-impl UringScratch {
-    fn new() -> Self {
-        UringScratch {
-            addr: RawAddr::empty(),
-            msg: crate::driver::op::empty_msghdr(),
-            // SAFETY: iovec is plain old data; a null pointer and zero length are valid.
-            iov: unsafe { std::mem::zeroed() },
-            timeout: Timespec::new(),
-            plain_send: false,
-            pause: Pause::Running,
-        }
-    }
-}
 
 /// Stable pages of [`UringScratch`], grown on demand.
 #[derive(Default)]

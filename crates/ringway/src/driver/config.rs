@@ -1,0 +1,133 @@
+//! How a driver is set up ([`DriverConfig`]), which backend to ask for ([`Backend`]),
+//! and which one won, with its settings ([`BackendInfo`]).
+
+use std::fmt;
+use std::io;
+use std::time::Duration;
+
+/// Which backend to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// io_uring if the kernel accepts the real configuration, otherwise epoll.
+    #[default]
+    Auto,
+    /// io_uring or fail.
+    Uring,
+    /// epoll, even where io_uring works.
+    Epoll,
+}
+
+impl Backend {
+    /// Reads `RINGWAY_BACKEND` (`uring`, `epoll` or `auto`); `None` if unset.
+    pub fn from_env() -> io::Result<Option<Backend>> {
+        match std::env::var("RINGWAY_BACKEND") {
+            Ok(v) => v.parse().map(Some),
+            Err(std::env::VarError::NotPresent) => Ok(None),
+            Err(e) => Err(io::Error::new(io::ErrorKind::InvalidInput, e)),
+        }
+    }
+}
+
+impl std::str::FromStr for Backend {
+    type Err = io::Error;
+    fn from_str(s: &str) -> io::Result<Backend> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Backend::Auto),
+            "uring" | "io_uring" | "io-uring" => Ok(Backend::Uring),
+            "epoll" => Ok(Backend::Epoll),
+            other => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("unknown backend `{other}`: expected one of auto, uring, epoll"),
+            )),
+        }
+    }
+}
+
+/// How a driver is set up.
+#[derive(Debug, Clone)]
+pub struct DriverConfig {
+    /// Requested backend.
+    pub backend: Backend,
+    /// Submission queue entries (the completion queue gets four times as many).
+    pub ring_entries: u32,
+    /// Buffers in the provided-buffer pool (a power of two).
+    pub pool_buffers: u16,
+    /// Size of each pool buffer (at most [`MAX_POOL_BUF_SIZE`](crate::buf::MAX_POOL_BUF_SIZE)).
+    pub pool_buf_size: usize,
+    /// Receives fill each pool buffer piece after piece (io_uring: `IOU_PBUF_RING_INC`,
+    /// Linux 6.12; epoll always does), so a few large buffers serve small and large
+    /// messages alike. Where the kernel refuses it, the pool becomes whole 4 KiB
+    /// buffers, as many as fit in the same memory (noted in
+    /// [`BackendInfo::fallbacks`]). `false` makes every receive take a whole buffer
+    /// (io_uring only; for measuring the difference).
+    pub pool_incremental: bool,
+    /// Use a kernel submission thread polling the ring, idling after this long. Burns a
+    /// core; off by default.
+    pub sqpoll_idle: Option<Duration>,
+    /// io_uring: sends of at least this many bytes use `SEND_ZC`; `None` never does.
+    /// Off by default: on loopback (the only network this project can measure on) the
+    /// receiver copies the pages anyway: zero-copy was slower at 16 KiB, 256 KiB and 1 MiB,
+    /// and at 64 KiB ahead by less than the noise (14.4 vs 14.7 ms; see the `send_zc`
+    /// group of `benches/overheads.rs` and the README). Turn it on for real NICs with a
+    /// threshold you have measured there.
+    pub send_zc_min: Option<usize>,
+}
+
+impl Default for DriverConfig {
+    fn default() -> Self {
+        DriverConfig {
+            backend: Backend::Auto,
+            ring_entries: 256,
+            pool_buffers: 64,
+            pool_buf_size: 64 * 1024,
+            pool_incremental: true,
+            sqpoll_idle: None,
+            send_zc_min: None,
+        }
+    }
+}
+
+/// The backend that won, with its settings: what `Runtime::backend()` returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendInfo {
+    /// `Uring` or `Epoll` (never `Auto`).
+    pub kind: Backend,
+    /// io_uring setup flags that the kernel accepted, e.g. `["SINGLE_ISSUER",
+    /// "DEFER_TASKRUN"]`; empty for epoll.
+    pub flags: Vec<&'static str>,
+    /// Ring size (submission queue entries); 0 for epoll.
+    pub ring_entries: u32,
+    /// Why a better rung was refused on the way down, e.g. `io_uring_setup: EPERM`.
+    pub fallbacks: Vec<String>,
+}
+
+impl BackendInfo {
+    /// True for io_uring.
+    pub fn is_uring(&self) -> bool {
+        self.kind == Backend::Uring
+    }
+}
+
+impl fmt::Display for BackendInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            Backend::Uring => {
+                let flags = if self.flags.is_empty() {
+                    "no setup flags".to_string()
+                } else {
+                    self.flags.join("|")
+                };
+                write!(
+                    f,
+                    "io_uring ({flags}; {} entries; multishot accept+recv, provided buffer ring)",
+                    self.ring_entries
+                )?;
+            }
+            _ => write!(f, "epoll (edge-triggered)")?,
+        }
+        if !self.fallbacks.is_empty() {
+            write!(f, " [after: {}]", self.fallbacks.join("; "))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,48 @@
+//! The driver's counters ([`DriverStats`]): what a test can read without timing
+//! anything.
+
+use super::op::Op;
+
+/// Counters a test can read without timing anything.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DriverStats {
+    /// Calls to `turn`.
+    pub turns: u64,
+    /// The one syscall of each turn that submits and waits: `io_uring_enter` or
+    /// `epoll_wait`. The rare extra enters are counted apart (`sq_full_flushes`,
+    /// `cq_overflow_flushes`).
+    pub enters: u64,
+    /// Operations submitted.
+    pub submitted: u64,
+    /// Completions reaped (all CQEs for io_uring).
+    pub completions: u64,
+    /// Multishot operations started again after the kernel ended them with nothing
+    /// wrong (a multishot accept or receive stopped by a full completion queue).
+    pub rearmed: u64,
+    /// Multishot receives parked because the buffer pool was empty (`ENOBUFS`).
+    pub pool_starved: u64,
+    /// Parked receives re-armed when a buffer came back.
+    pub pool_resumed: u64,
+    /// Multishot receives stopped because their consumer was `BACKLOG` completions
+    /// behind (resumed when it catches up).
+    pub recv_backlogged: u64,
+    /// io_uring: extra submits because the submission queue was full.
+    pub sq_full_flushes: u64,
+    /// io_uring: extra enters to flush completions the kernel kept after a CQ overflow.
+    pub cq_overflow_flushes: u64,
+    /// Send operations submitted (`Send`, `SendAll`, `SendVectored`, `SendTo`): each is
+    /// one send on the wire. (Received pieces are counted by the pool:
+    /// [`PoolStats::pieces`](crate::buf::PoolStats::pieces).)
+    pub sends: u64,
+}
+
+impl DriverStats {
+    /// Counts an operation submitted.
+    #[inline]
+    pub(super) fn count(&mut self, op: &Op) {
+        self.submitted += 1;
+        if op.is_send() {
+            self.sends += 1;
+        }
+    }
+}
