@@ -85,6 +85,7 @@ mod token;
 mod transport;
 mod view;
 pub mod whole_buffer;
+mod wire;
 
 pub use body::{Body, BodyStream, FnStream};
 pub use buffers::buffers_in_use;

@@ -225,7 +225,7 @@ impl CoreLog {
             tail[4] = b'-';
             5
         } else {
-            4 + crate::response::put_dec(&mut tail[4..], bytes)
+            4 + crate::wire::put_dec(&mut tail[4..], bytes)
         };
         tail[end] = b'\n';
         b.extend_from_slice(&tail[..end + 1]);

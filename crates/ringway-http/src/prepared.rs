@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use http::header::{HeaderName, HeaderValue};
 use http::StatusCode;
 
-use crate::response::{has_no_body, is_servers_field, push_u64};
+use crate::wire::{has_no_body, is_servers_field, push_u64};
 
 /// A response that is the same for every request (a fixed page, a health check, a
 /// canned error), rendered once: what a [`Responder`](crate::Responder) would write
