@@ -1,13 +1,16 @@
-//! The runtime options every server command takes (`--backend`, `--threads`, `--pin`),
-//! in one place so that `echo` and `serve` cannot drift apart.
+//! The runtime options every server command takes (`--backend`, `--threads`, `--pin`,
+//! the receive pool's shape), in one place so that `echo` and `serve` cannot drift
+//! apart.
 
 use std::io;
 
 use clap::Args;
+use ringway::buf::MAX_POOL_BUF_SIZE;
 use ringway::{Backend, Runtime};
 use ringway_load::cli::backend_parser;
 
-/// `--backend`, `--threads`, `--pin`.
+/// `--backend`, `--threads`, `--pin`, `--pool-buffers`, `--pool-buffer-size`,
+/// `--whole-pool-buffers`.
 #[derive(Debug, Args)]
 pub(crate) struct RuntimeArgs {
     /// I/O backend (default: auto, or RINGWAY_BACKEND if set).
@@ -19,6 +22,18 @@ pub(crate) struct RuntimeArgs {
     /// Pin each worker to its CPU.
     #[arg(long)]
     pub pin: bool,
+    /// Receive buffers per core (a power of two, at most 32768; default 64): with
+    /// --pool-buffer-size, the memory each core's multishot receives fill.
+    #[arg(long, value_name = "N", value_parser = parse_pool_buffers)]
+    pub pool_buffers: Option<u16>,
+    /// Size of each receive buffer: bytes, or with a KiB suffix (default 64KiB, at most
+    /// 512KiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_pool_buffer_size)]
+    pub pool_buffer_size: Option<usize>,
+    /// Each receive takes a whole pool buffer, instead of filling buffers piece after
+    /// piece (io_uring; for measuring what incremental buffers buy).
+    #[arg(long)]
+    pub whole_pool_buffers: bool,
 }
 
 impl RuntimeArgs {
@@ -32,6 +47,75 @@ impl RuntimeArgs {
             b.worker_threads(t);
         }
         b.pin_threads(self.pin);
+        if self.pool_buffers.is_some() || self.pool_buffer_size.is_some() {
+            let defaults = ringway::driver::DriverConfig::default();
+            b.buffer_pool(
+                self.pool_buffers.unwrap_or(defaults.pool_buffers),
+                self.pool_buffer_size.unwrap_or(defaults.pool_buf_size),
+            );
+        }
+        if self.whole_pool_buffers {
+            b.incremental_pool(false);
+        }
         b.build()
+    }
+}
+
+fn parse_pool_buffers(s: &str) -> Result<u16, String> {
+    let n: u32 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a number of buffers (a power of two), got {s:?}"))?;
+    if !n.is_power_of_two() || n > 32768 {
+        return Err(format!(
+            "expected a power of two from 1 to 32768 (the kernel's limit), got {n}"
+        ));
+    }
+    Ok(n as u16)
+}
+
+fn parse_pool_buffer_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let (digits, unit) = match t.strip_suffix("KiB") {
+        Some(d) => (d, 1024),
+        None => (t, 1),
+    };
+    let n: usize = digits
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a size in bytes or KiB (e.g. 65536 or 64KiB), got {s:?}"))?;
+    let bytes = n.saturating_mul(unit);
+    if bytes == 0 || bytes > MAX_POOL_BUF_SIZE {
+        return Err(format!(
+            "expected a buffer size from 1 byte to {} KiB, got {s}",
+            MAX_POOL_BUF_SIZE / 1024
+        ));
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_options_parse_and_refuse_with_what_was_expected() {
+        assert_eq!(parse_pool_buffers("64"), Ok(64));
+        assert!(parse_pool_buffers("48")
+            .unwrap_err()
+            .contains("power of two"));
+        assert!(parse_pool_buffers("65536").unwrap_err().contains("32768"));
+        assert!(parse_pool_buffers("x")
+            .unwrap_err()
+            .contains("number of buffers"));
+        assert_eq!(parse_pool_buffer_size("16KiB"), Ok(16 * 1024));
+        assert_eq!(parse_pool_buffer_size("4096"), Ok(4096));
+        assert!(parse_pool_buffer_size("0").unwrap_err().contains("512 KiB"));
+        assert!(parse_pool_buffer_size("1024KiB")
+            .unwrap_err()
+            .contains("512 KiB"));
+        assert!(parse_pool_buffer_size("64k")
+            .unwrap_err()
+            .contains("e.g. 65536"));
     }
 }
