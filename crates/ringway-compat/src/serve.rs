@@ -2,7 +2,9 @@
 //! shutdown.
 //!
 //! Each core gets its own `SO_REUSEPORT` listener on the same port (the kernel spreads
-//! connections among them), builds its own service with the factory (so the service
+//! connections among them; [`ringway::net::bind_per_core`] first checks that no other
+//! socket holds the port, so a second server is refused rather than handed a share of
+//! the first one's connections), builds its own service with the factory (so the service
 //! may hold `Rc`s and other `!Send` state), and serves each connection as a task on that
 //! core with hyper's HTTP/1 connection over a [`CompatStream`]. Nothing crosses cores on
 //! a request's path.
@@ -23,8 +25,7 @@ use hyper::server::conn::http1;
 #[cfg(feature = "http2")]
 use hyper::server::conn::http2;
 use hyper::service::Service;
-use ringway::net::TcpListener;
-use socket2::{Domain, Socket, Type};
+use ringway::net::{bind_per_core, ListenOptions, TcpListener};
 
 use crate::core_bound::CoreBound;
 #[cfg(feature = "http2")]
@@ -274,7 +275,7 @@ impl Server {
         let addr = addr.to_socket_addrs()?.next().ok_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidInput, "address resolved to nothing")
         })?;
-        let listeners = bind_reuseport(addr, handle.cores(), options.backlog)?;
+        let listeners = bind(addr, handle.cores(), &options)?;
         let local_addr = listeners[0].local_addr()?;
         let signal = Arc::new(Signal::default());
         let make_service = Arc::new(make_service);
@@ -328,31 +329,35 @@ impl Server {
     }
 }
 
-/// One listener per core on the same address, with `SO_REUSEPORT` so the kernel spreads
-/// connections among them; made on the calling thread (any thread), adopted by each
-/// core. The first binds port 0 if asked, the others take the port it got.
-fn bind_reuseport(
+/// One listener per core on `addr`, by the runtime's rule ([`bind_per_core`]): the
+/// cores share the port with `SO_REUSEPORT`, but a port that another socket holds (a
+/// second server, even one that asks for `SO_REUSEPORT` too) is refused with
+/// `AddrInUse`, instead of the kernel splitting the port's connections between two
+/// servers without a word. Made on the calling thread (any thread), adopted by each core.
+/// `TCP_NODELAY` is set on the listeners, so that accepted connections inherit it.
+fn bind(
     addr: SocketAddr,
-    count: usize,
-    backlog: i32,
+    cores: usize,
+    options: &ServeOptions,
 ) -> io::Result<Vec<std::net::TcpListener>> {
-    let mut addr = addr;
-    let mut out = Vec::with_capacity(count);
-    for _ in 0..count {
-        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
-        socket.set_reuse_address(true)?;
-        socket.set_reuse_port(true)?;
-        socket
-            .bind(&addr.into())
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot bind {addr}: {e}")))?;
-        socket.listen(backlog)?;
-        let listener = std::net::TcpListener::from(socket);
-        if addr.port() == 0 {
-            addr = listener.local_addr()?;
+    let listen = ListenOptions {
+        backlog: options.backlog,
+        nodelay: options.nodelay,
+        ..ListenOptions::default()
+    };
+    bind_per_core(addr, cores, &listen).map_err(|e| {
+        if e.kind() == io::ErrorKind::AddrInUse {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "{e}: another socket listens on {addr} (a server shares its port only \
+                     among its own cores)"
+                ),
+            )
+        } else {
+            e
         }
-        out.push(listener);
-    }
-    Ok(out)
+    })
 }
 
 /// Failures counted by a core's connection tasks.
