@@ -6,6 +6,7 @@
 //! cargo run --release -p ringway-compat --example axum            # 127.0.0.1:3000
 //! curl localhost:3000/users/7
 //! curl -H 'content-type: application/json' -d '{"name":"Ada"}' localhost:3000/users
+//! RINGWAY_BACKEND=epoll cargo run -p ringway-compat --example axum   # on epoll
 //! ```
 
 use std::collections::HashMap;
@@ -104,7 +105,11 @@ fn main() -> std::io::Result<()> {
         ringway_compat::ServeOptions::default(),
         move || ringway_compat::TowerService(app.clone()),
     )?;
-    println!("listening on http://{}", server.local_addr());
+    println!(
+        "axum on ringway ({}) listening on http://{}",
+        rt.backend(),
+        server.local_addr()
+    );
     rt.block_on(server.wait())?;
     Ok(())
 }

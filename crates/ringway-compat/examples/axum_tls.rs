@@ -8,7 +8,8 @@
 //! curl --cacert /tmp/cert.pem --http1.1 https://localhost:3443/json
 //! ```
 //!
-//! Options: `--bind ADDR`, `--threads N`, `--backend auto|uring|epoll`, `--cert-out FILE`.
+//! Options: `--bind ADDR`, `--threads N`, `--backend auto|uring|epoll` (without it,
+//! `RINGWAY_BACKEND` chooses, as for any ringway runtime), `--cert-out FILE`.
 //! The tokio peer of the benchmark is `axum_tls_tokio`, the same app.
 
 #[path = "common/app.rs"]
@@ -18,12 +19,12 @@ use ringway_compat::{ServeOptions, Server, TowerService};
 
 fn main() -> std::io::Result<()> {
     let (mut bind, mut threads) = ("127.0.0.1:3443".to_string(), 1);
-    let (mut backend, mut cert_out) = (ringway::Backend::Auto, None);
+    let (mut backend, mut cert_out) = (None, None);
     for (name, value) in app::args() {
         match name.as_str() {
             "--bind" => bind = value,
             "--threads" => threads = value.parse().expect("--threads takes a number"),
-            "--backend" => backend = app::backend(&value),
+            "--backend" => backend = Some(app::backend(&value)),
             "--cert-out" => cert_out = Some(value),
             _ => {
                 eprintln!(
@@ -33,10 +34,7 @@ fn main() -> std::io::Result<()> {
             }
         }
     }
-    let rt = ringway::Runtime::builder()
-        .worker_threads(threads)
-        .backend(backend)
-        .build()?;
+    let rt = app::runtime(threads, backend)?;
     let config = app::tls_config(cert_out.as_deref());
     let router = app::router();
     let server = Server::tls(

@@ -9,9 +9,10 @@
 //! # then any WebSocket client, e.g. `websocat ws://127.0.0.1:3001/ws`
 //! ```
 //!
-//! Options: `--bind ADDR`, `--threads N`, `--backend auto|uring|epoll`, `--read-buffer
-//! BYTES` (tungstenite's read buffer; default one pool buffer, 4 KiB). The tokio peer
-//! of the benchmark is `axum_ws_tokio`, the same app.
+//! Options: `--bind ADDR`, `--threads N`, `--backend auto|uring|epoll` (without it,
+//! `RINGWAY_BACKEND` chooses, as for any ringway runtime), `--read-buffer BYTES`
+//! (tungstenite's read buffer; default one pool buffer, 4 KiB). The tokio peer of the
+//! benchmark is `axum_ws_tokio`, the same app.
 
 #[path = "common/app.rs"]
 mod app;
@@ -51,8 +52,7 @@ fn router(read_buffer: Option<usize>) -> Router {
 }
 
 fn main() -> std::io::Result<()> {
-    let (mut bind, mut threads, mut backend) =
-        ("127.0.0.1:3001".to_string(), 1, ringway::Backend::Auto);
+    let (mut bind, mut threads, mut backend) = ("127.0.0.1:3001".to_string(), 1, None);
     let mut read_buffer = None;
     for (name, value) in app::args() {
         match name.as_str() {
@@ -65,7 +65,7 @@ fn main() -> std::io::Result<()> {
                 )
             }
             "--threads" => threads = value.parse().expect("--threads takes a number"),
-            "--backend" => backend = app::backend(&value),
+            "--backend" => backend = Some(app::backend(&value)),
             _ => {
                 eprintln!(
                     "unknown option {name}: expected --bind, --threads, --backend or --read-buffer"
@@ -74,10 +74,7 @@ fn main() -> std::io::Result<()> {
             }
         }
     }
-    let rt = ringway::Runtime::builder()
-        .worker_threads(threads)
-        .backend(backend)
-        .build()?;
+    let rt = app::runtime(threads, backend)?;
     let app = router(read_buffer);
     let server = Server::http1(
         &rt.handle(),

@@ -45,6 +45,8 @@ mod hyper_rt;
 mod io_adapter;
 #[cfg(feature = "hyper")]
 mod serve;
+#[cfg(feature = "hyper")]
+mod shutdown;
 #[cfg(feature = "http2")]
 mod sniff;
 #[cfg(feature = "timeout")]
@@ -53,6 +55,8 @@ pub mod timeout;
 mod tls;
 #[cfg(feature = "tower")]
 mod tower;
+#[cfg(feature = "hyper")]
+mod upgrades;
 #[cfg(feature = "ws")]
 pub mod ws;
 
@@ -63,6 +67,8 @@ pub use stream::CompatStream;
 #[cfg(feature = "hyper")]
 pub use hyper_rt::{LocalExecutor, RingwayTimer};
 #[cfg(feature = "hyper")]
-pub use serve::{ServeOptions, ServeReport, Server, ShutdownHandle};
+pub use serve::{ServeOptions, ServeReport, Server};
+#[cfg(feature = "hyper")]
+pub use shutdown::{ShutdownHandle, Stopping};
 #[cfg(feature = "tower")]
 pub use tower::TowerService;

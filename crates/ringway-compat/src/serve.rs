@@ -2,7 +2,9 @@
 //! shutdown.
 //!
 //! Each core gets its own `SO_REUSEPORT` listener on the same port (the kernel spreads
-//! connections among them), builds its own service with the factory (so the service
+//! connections among them; [`ringway::net::bind_per_core`] first checks that no other
+//! socket holds the port, so a second server is refused rather than handed a share of
+//! the first one's connections), builds its own service with the factory (so the service
 //! may hold `Rc`s and other `!Send` state), and serves each connection as a task on that
 //! core with hyper's HTTP/1 connection over a [`CompatStream`]. Nothing crosses cores on
 //! a request's path.
@@ -11,6 +13,7 @@ use std::cell::Cell;
 use std::future::{poll_fn, Future};
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::fd::AsRawFd;
 use std::pin::pin;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -23,8 +26,7 @@ use hyper::server::conn::http1;
 #[cfg(feature = "http2")]
 use hyper::server::conn::http2;
 use hyper::service::Service;
-use ringway::net::TcpListener;
-use socket2::{Domain, Socket, Type};
+use ringway::net::{bind_per_core, ListenOptions, TcpListener};
 
 use crate::core_bound::CoreBound;
 #[cfg(feature = "http2")]
@@ -33,8 +35,10 @@ use crate::hyper_rt::RingwayTimer;
 #[cfg(feature = "tls")]
 use crate::io_adapter::IoAdapter;
 use crate::sender::{end_deferral, Link};
+use crate::shutdown::ShutdownHandle;
 use crate::socket::StreamSocket;
 use crate::stream::CompatStream;
+use crate::upgrades::{Upgrades, Watch, Watched};
 use ringway::sync::drain::{Ask, ConnGuard, CoreDrain, Signal};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -50,8 +54,14 @@ pub struct ServeOptions {
     #[cfg(feature = "http2")]
     pub http2: http2::Builder<LocalExecutor>,
     /// After [`ShutdownHandle::shutdown`], how long connections get to finish their
-    /// requests before they are closed regardless. Default 30 s.
+    /// requests, and upgraded connections (WebSockets) to end, before they are closed
+    /// regardless. Default 30 s.
     pub drain_timeout: Duration,
+    /// The handle that shuts the server down ([`Server::shutdown_handle`] returns it).
+    /// Default: a new one. Set one made beforehand with [`ShutdownHandle::new`] when the
+    /// service needs it before the server exists, e.g. for its WebSocket tasks to await
+    /// [`ShutdownHandle::stopping`]. Servers given the same handle shut down together.
+    pub shutdown: ShutdownHandle,
     /// `TCP_NODELAY` on accepted connections. Default true.
     pub nodelay: bool,
     /// Listen backlog per core. Default 1024.
@@ -76,6 +86,7 @@ impl Default for ServeOptions {
             #[cfg(feature = "http2")]
             http2,
             drain_timeout: Duration::from_secs(30),
+            shutdown: ShutdownHandle::new(),
             nodelay: true,
             backlog: 1024,
             tls_handshake_timeout: Duration::from_secs(10),
@@ -90,10 +101,16 @@ pub struct ServeReport {
     pub connections: u64,
     /// Connections that ended with an error (a malformed request, a reset, a timeout).
     pub failed: u64,
-    /// Connections still open at the drain deadline, closed without finishing.
+    /// Connections still open at the drain deadline, closed without finishing
+    /// (upgraded ones included).
     pub aborted: u64,
     /// Accepts that failed (e.g. out of file descriptors); accepting went on.
     pub accept_errors: u64,
+    /// Connections upgraded (`hyper::upgrade`, WebSockets).
+    pub upgraded: u64,
+    /// Of [`aborted`](Self::aborted), the upgraded connections whose sockets were shut at
+    /// the drain deadline.
+    pub upgraded_aborted: u64,
 }
 
 impl ServeReport {
@@ -102,26 +119,8 @@ impl ServeReport {
         self.failed += o.failed;
         self.aborted += o.aborted;
         self.accept_errors += o.accept_errors;
-    }
-}
-
-/// Starts a graceful shutdown of a [`Server`] from any thread.
-#[derive(Debug, Clone)]
-pub struct ShutdownHandle {
-    signal: Arc<Signal>,
-}
-
-impl ShutdownHandle {
-    /// Stops accepting on every core, lets each connection finish the request it is
-    /// serving (hyper answers it, then closes), closes idle connections, and after
-    /// [`ServeOptions::drain_timeout`] closes whatever is left. Idempotent.
-    pub fn shutdown(&self) {
-        self.signal.raise();
-    }
-
-    /// Whether shutdown was asked for.
-    pub fn is_shutdown(&self) -> bool {
-        self.signal.is_raised()
+        self.upgraded += o.upgraded;
+        self.upgraded_aborted += o.upgraded_aborted;
     }
 }
 
@@ -168,7 +167,7 @@ impl ShutdownHandle {
 #[derive(Debug)]
 pub struct Server {
     local_addr: SocketAddr,
-    signal: Arc<Signal>,
+    shutdown: ShutdownHandle,
     cores: Vec<ringway::JoinHandle<io::Result<ServeReport>>>,
 }
 
@@ -274,30 +273,31 @@ impl Server {
         let addr = addr.to_socket_addrs()?.next().ok_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidInput, "address resolved to nothing")
         })?;
-        let listeners = bind_reuseport(addr, handle.cores(), options.backlog)?;
+        let listeners = bind(addr, handle.cores(), &options)?;
         let local_addr = listeners[0].local_addr()?;
-        let signal = Arc::new(Signal::default());
+        let shutdown = options.shutdown.clone();
         let make_service = Arc::new(make_service);
         let options = Arc::new(options);
         let cores = listeners
             .into_iter()
             .enumerate()
             .map(|(core, listener)| {
-                let (signal, make_service, options, protocols) = (
-                    signal.clone(),
+                let (shutdown, make_service, options, protocols) = (
+                    shutdown.clone(),
                     make_service.clone(),
                     options.clone(),
                     protocols.clone(),
                 );
                 handle.spawn_on(core, move || async move {
                     let listener = TcpListener::from_std(listener)?;
-                    Ok(serve_core(listener, &options, make_service(), &signal, protocols).await)
+                    let signal = shutdown.signal();
+                    Ok(serve_core(listener, &options, make_service(), signal, protocols).await)
                 })
             })
             .collect();
         Ok(Server {
             local_addr,
-            signal,
+            shutdown,
             cores,
         })
     }
@@ -307,15 +307,15 @@ impl Server {
         self.local_addr
     }
 
-    /// A handle that starts the graceful shutdown, from any thread.
+    /// A handle that starts the graceful shutdown, from any thread
+    /// ([`ServeOptions::shutdown`]).
     pub fn shutdown_handle(&self) -> ShutdownHandle {
-        ShutdownHandle {
-            signal: self.signal.clone(),
-        }
+        self.shutdown.clone()
     }
 
-    /// Waits until every core has shut down and drained; the sum of their reports.
-    /// Await it on the runtime (e.g. in `block_on`).
+    /// Waits until every core has shut down and drained (its HTTP connections closed,
+    /// its upgraded connections ended, or cut at the drain deadline); the sum of their
+    /// reports. Await it on the runtime (e.g. in `block_on`).
     pub async fn wait(self) -> io::Result<ServeReport> {
         let mut total = ServeReport::default();
         for core in self.cores {
@@ -328,37 +328,43 @@ impl Server {
     }
 }
 
-/// One listener per core on the same address, with `SO_REUSEPORT` so the kernel spreads
-/// connections among them; made on the calling thread (any thread), adopted by each
-/// core. The first binds port 0 if asked, the others take the port it got.
-fn bind_reuseport(
+/// One listener per core on `addr`, by the runtime's rule ([`bind_per_core`]): the
+/// cores share the port with `SO_REUSEPORT`, but a port that another socket holds (a
+/// second server, even one that asks for `SO_REUSEPORT` too) is refused with
+/// `AddrInUse`, instead of the kernel splitting the port's connections between two
+/// servers without a word. Made on the calling thread (any thread), adopted by each core.
+/// `TCP_NODELAY` is set on the listeners, so that accepted connections inherit it.
+fn bind(
     addr: SocketAddr,
-    count: usize,
-    backlog: i32,
+    cores: usize,
+    options: &ServeOptions,
 ) -> io::Result<Vec<std::net::TcpListener>> {
-    let mut addr = addr;
-    let mut out = Vec::with_capacity(count);
-    for _ in 0..count {
-        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
-        socket.set_reuse_address(true)?;
-        socket.set_reuse_port(true)?;
-        socket
-            .bind(&addr.into())
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot bind {addr}: {e}")))?;
-        socket.listen(backlog)?;
-        let listener = std::net::TcpListener::from(socket);
-        if addr.port() == 0 {
-            addr = listener.local_addr()?;
+    let listen = ListenOptions {
+        backlog: options.backlog,
+        nodelay: options.nodelay,
+        ..ListenOptions::default()
+    };
+    bind_per_core(addr, cores, &listen).map_err(|e| {
+        if e.kind() == io::ErrorKind::AddrInUse {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "{e}: another socket listens on {addr} (a server shares its port only \
+                     among its own cores)"
+                ),
+            )
+        } else {
+            e
         }
-        out.push(listener);
-    }
-    Ok(out)
+    })
 }
 
-/// Failures counted by a core's connection tasks.
+/// What a core's connection tasks count.
 #[derive(Debug, Default)]
 struct CoreCounts {
     failed: Cell<u64>,
+    /// The core's upgraded connections.
+    upgrades: Upgrades,
 }
 
 /// One core's accept loop, then its drain.
@@ -409,6 +415,7 @@ where
                 Some(Some(Ok(stream))) => stream,
             };
             report.connections += 1;
+            let fd = stream.as_raw_fd();
             if options.nodelay {
                 if let Err(e) = stream.set_nodelay(true) {
                     tracing::debug!(error = %e, "TCP_NODELAY refused");
@@ -419,11 +426,14 @@ where
                 Protocols::Http1 => {
                     let io = CompatStream::new(stream);
                     let link = io.defer_to_owner();
+                    let watch = Watch::new(fd);
+                    let io = CoreBound::new(Watched::new(io, watch.clone()));
                     let conn = options
                         .http1
-                        .serve_connection(CoreBound::new(io), service.clone())
+                        .serve_connection(io, service.clone())
                         .with_upgrades();
-                    ringway::spawn(serve_connection(conn, link, guard, counts)).detach();
+                    let task = serve_connection(conn, link, guard, counts, Some(watch));
+                    ringway::spawn(task).detach();
                 }
                 #[cfg(feature = "tls")]
                 Protocols::Tls(ref acceptor) => {
@@ -432,6 +442,8 @@ where
                     ringway::spawn(async move {
                         let io = CompatStream::new(stream);
                         let link = io.defer_to_owner();
+                        let watch = Watch::new(fd);
+                        let io = Watched::new(io, watch.clone());
                         let timeout = options.tls_handshake_timeout;
                         let Some(tls) =
                             crate::tls::handshake(&acceptor, io, &link, &guard, timeout).await
@@ -441,12 +453,13 @@ where
                         };
                         let h2 = crate::tls::is_h2(&tls);
                         let io = IoAdapter(tls);
+                        let watch = Some(watch);
                         if h2 {
                             let conn = options.http2.serve_connection(io, service);
-                            serve_connection(conn, link, guard, counts).await
+                            serve_connection(conn, link, guard, counts, watch).await
                         } else {
                             let conn = options.http1.serve_connection(io, service).with_upgrades();
-                            serve_connection(conn, link, guard, counts).await
+                            serve_connection(conn, link, guard, counts, watch).await
                         }
                     })
                     .detach();
@@ -460,15 +473,15 @@ where
                             Some((io, true)) => {
                                 let link = io.defer_to_owner();
                                 let conn = options.http2.serve_connection(io, service);
-                                serve_connection(conn, link, guard, counts).await
+                                serve_connection(conn, link, guard, counts, None).await
                             }
                             Some((io, false)) => {
                                 let link = io.defer_to_owner();
-                                let conn = options
-                                    .http1
-                                    .serve_connection(CoreBound::new(io), service)
-                                    .with_upgrades();
-                                serve_connection(conn, link, guard, counts).await
+                                let watch = Watch::new(fd);
+                                let io = CoreBound::new(Watched::new(io, watch.clone()));
+                                let conn =
+                                    options.http1.serve_connection(io, service).with_upgrades();
+                                serve_connection(conn, link, guard, counts, Some(watch)).await
                             }
                             None => counts.failed.set(counts.failed.get() + 1),
                         }
@@ -487,25 +500,49 @@ where
             .is_err()
     {
         report.aborted = drain.live() as u64;
+        // Upgraded connections are shut and counted out at once: their streams are the
+        // application's, dropped when its tasks see the end (the drain does not wait).
+        report.upgraded_aborted = counts.upgrades.cut();
         drain.abort();
         drain.emptied().await;
     }
     report.failed = counts.failed.get();
+    report.upgraded = counts.upgrades.count.get();
     report
 }
 
 /// Serves one connection until it closes, finishing gracefully when the drain asks, and
-/// hands what each poll of it wrote to the kernel (see `Outbox::defer_to_owner`).
+/// hands what each poll of it wrote to the kernel (see `Outbox::defer_to_owner`). If an
+/// upgrade took the connection's I/O (which carries `watch`), the connection stays in
+/// the drain until the I/O is dropped.
 async fn serve_connection<C: GracefulConnection, S: StreamSocket>(
     conn: C,
     link: Link<S>,
     guard: ConnGuard,
     counts: Rc<CoreCounts>,
+    watch: Option<Rc<Watch>>,
 ) {
+    let r = serve_until_done(conn, &link, &guard).await;
+    if let Err(e) = r {
+        counts.failed.set(counts.failed.get() + 1);
+        tracing::debug!(error = %e, "connection ended with an error");
+    }
+    // `conn` is dropped: only an upgrade can still hold the I/O.
+    if let Some(watch) = watch {
+        counts.upgrades.adopt(watch, guard);
+    }
+}
+
+/// Polls `conn` to its end (see [`serve_connection`]).
+async fn serve_until_done<C: GracefulConnection, S: StreamSocket>(
+    conn: C,
+    link: &Link<S>,
+    guard: &ConnGuard,
+) -> Result<(), hyper::Error> {
     let mut conn = pin!(conn);
     let mut finishing = false;
     let mut registered = false;
-    let r = poll_fn(|cx| {
+    poll_fn(|cx| {
         // This task's waker does not change, and the drain keeps it until it asks
         // something else (then takes it): while serving, registering once is enough.
         let ask = match guard.current() {
@@ -534,15 +571,11 @@ async fn serve_connection<C: GracefulConnection, S: StreamSocket>(
         if r.is_ready() {
             // An upgraded connection lives on without this task (in whoever awaits the
             // upgrade): its writes must go out on their own from now on.
-            end_deferral(&link);
+            end_deferral(link);
         }
         r
     })
-    .await;
-    if let Err(e) = r {
-        counts.failed.set(counts.failed.get() + 1);
-        tracing::debug!(error = %e, "connection ended with an error");
-    }
+    .await
 }
 
 /// Which protocols a server speaks.

@@ -19,10 +19,11 @@ use tokio_rustls::TlsAcceptor;
 use crate::core_bound::CoreBound;
 use crate::sender::Link;
 use crate::stream::CompatStream;
+use crate::upgrades::Watched;
 use ringway::sync::drain::{Ask, ConnGuard};
 
 /// The TLS stream a TLS connection is served over.
-pub(crate) type ServerTls = TlsStream<CoreBound<CompatStream<TcpStream>>>;
+pub(crate) type ServerTls = TlsStream<CoreBound<Watched<CompatStream<TcpStream>>>>;
 
 /// The ALPN protocols [`Server::tls`](crate::Server::tls) offers when the configuration
 /// names none: HTTP/2 first, then HTTP/1.1.
@@ -41,7 +42,7 @@ pub(crate) fn with_alpn(config: Arc<rustls::ServerConfig>) -> Arc<rustls::Server
 /// closes it).
 pub(crate) async fn handshake(
     acceptor: &TlsAcceptor,
-    io: CompatStream<TcpStream>,
+    io: Watched<CompatStream<TcpStream>>,
     link: &Link<TcpStream>,
     guard: &ConnGuard,
     timeout: Duration,

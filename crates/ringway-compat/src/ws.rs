@@ -14,8 +14,9 @@
 //!
 //! Serve the router with [`Server`](crate::Server) (`http1`, `auto` or `tls`): its
 //! HTTP/1.1 connections support upgrades, over a [`CoreBound`](crate::CoreBound)
-//! stream. WebSockets over HTTP/2 (RFC 8441) are not supported: the extractor rejects
-//! such a request as axum does when HTTP/2 is off.
+//! stream. WebSockets over HTTP/2 (RFC 8441's extended CONNECT) are not supported: a
+//! request to a WebSocket route over HTTP/2 is answered `400` with a body that says so
+//! and that WebSockets need HTTP/1.1 here ([`WebSocketUpgradeRejection::Http2`]).
 //!
 //! ```no_run
 //! use axum::{routing::get, Router};
@@ -253,8 +254,9 @@ impl<S: Send + Sync> FromRequestParts<S> for WebSocketUpgrade<DefaultOnFailedUpg
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
         use WebSocketUpgradeRejection as R;
         if parts.version > Version::HTTP_11 {
-            // RFC 8441 (WebSockets over HTTP/2's extended CONNECT) is not supported.
-            return Err(R::MethodNotGet);
+            // HTTP/2 has no `Upgrade`: its WebSockets open with an extended CONNECT (RFC
+            // 8441), which this server does not offer. Say that, not "must be GET".
+            return Err(R::Http2);
         }
         if parts.method != Method::GET {
             return Err(R::MethodNotGet);
@@ -343,6 +345,9 @@ pub enum WebSocketUpgradeRejection {
     /// The connection cannot be upgraded (not served by a server that supports
     /// upgrades; 426).
     ConnectionNotUpgradable,
+    /// The request came over HTTP/2 (or later), whose WebSockets need an extended CONNECT
+    /// (RFC 8441), which is not supported: use HTTP/1.1 (400, never cached).
+    Http2,
 }
 
 impl WebSocketUpgradeRejection {
@@ -351,7 +356,11 @@ impl WebSocketUpgradeRejection {
         match self {
             Self::MethodNotGet => StatusCode::METHOD_NOT_ALLOWED,
             Self::ConnectionNotUpgradable => StatusCode::UPGRADE_REQUIRED,
-            _ => StatusCode::BAD_REQUEST,
+            Self::Http2
+            | Self::InvalidConnectionHeader
+            | Self::InvalidUpgradeHeader
+            | Self::InvalidWebSocketVersionHeader
+            | Self::WebSocketKeyHeaderMissing => StatusCode::BAD_REQUEST,
         }
     }
 
@@ -368,6 +377,11 @@ impl WebSocketUpgradeRejection {
             Self::ConnectionNotUpgradable => {
                 "WebSocket request couldn't be upgraded since no upgrade state was present"
             }
+            Self::Http2 => {
+                "WebSockets over HTTP/2 need an extended CONNECT (RFC 8441), which this \
+                 server does not support: WebSockets need HTTP/1.1 here (a GET with \
+                 `Connection: upgrade` and `Upgrade: websocket`)"
+            }
         }
     }
 }
@@ -382,7 +396,15 @@ impl std::error::Error for WebSocketUpgradeRejection {}
 
 impl IntoResponse for WebSocketUpgradeRejection {
     fn into_response(self) -> Response {
-        (self.status(), self.body_text()).into_response()
+        let mut response = (self.status(), self.body_text()).into_response();
+        if self == Self::Http2 {
+            // The answer depends on the connection's protocol, not on the URL: a cache
+            // must not give it to the same URL asked over HTTP/1.1.
+            response
+                .headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        }
+        response
     }
 }
 

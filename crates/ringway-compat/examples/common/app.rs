@@ -70,3 +70,17 @@ pub(crate) fn backend(value: &str) -> ringway::Backend {
         }
     }
 }
+
+/// A runtime of `threads` cores on `backend` (`--backend`) if given, else on the one
+/// `RINGWAY_BACKEND` names (or the probe's choice), as any ringway runtime.
+pub(crate) fn runtime(
+    threads: usize,
+    backend: Option<ringway::Backend>,
+) -> std::io::Result<ringway::Runtime> {
+    let mut builder = ringway::Runtime::builder();
+    builder.worker_threads(threads);
+    if let Some(backend) = backend {
+        builder.backend(backend);
+    }
+    builder.build()
+}

@@ -144,6 +144,45 @@ fn a_port_held_by_another_listener_is_refused() {
     assert!(err.to_string().contains(&addr.to_string()), "{err}");
 }
 
+per_backend!(a_port_held_by_another_server_is_refused);
+
+/// Two `Server`s of one user on one port: both ask for `SO_REUSEPORT`, which the kernel
+/// would grant, and then split the port's connections between them. The second is
+/// refused (`AddrInUse`, a message that says why); the first serves every connection.
+fn a_port_held_by_another_server_is_refused(backend: ringway::Backend) {
+    let rt = ringway::Runtime::builder()
+        .worker_threads(2)
+        .backend(backend)
+        .build()
+        .unwrap();
+    let hello = || {
+        hyper::service::service_fn(|_req| async {
+            Ok::<_, std::convert::Infallible>(http::Response::new("first".to_string()))
+        })
+    };
+    let first = Server::http1(&rt.handle(), "127.0.0.1:0", ServeOptions::default(), hello).unwrap();
+    let addr = first.local_addr();
+    let err = Server::http1(&rt.handle(), addr, ServeOptions::default(), hello).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::AddrInUse, "{err}");
+    let text = err.to_string();
+    assert!(text.contains(&format!("cannot bind {addr}")), "{text}");
+    assert!(text.contains("another socket listens on"), "{text}");
+    let stop = first.shutdown_handle();
+    let report = rt.block_on(async move {
+        for _ in 0..16 {
+            let mut c = crate::common::client(addr).await;
+            let r = crate::common::fetch(&mut c, crate::common::get("/")).await;
+            assert_eq!(r.body(), "first");
+        }
+        stop.shutdown();
+        first.wait().await.unwrap()
+    });
+    assert_eq!(
+        report.connections, 16,
+        "every connection reached the first server"
+    );
+}
+
 #[cfg(feature = "futures-io")]
 #[ringway::test(both)]
 async fn futures_io_traits_carry_bytes() {

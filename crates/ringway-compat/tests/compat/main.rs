@@ -9,6 +9,7 @@ mod axum_router;
 mod examples;
 mod http2;
 mod hyper_rt;
+mod shutdown;
 mod stream;
 mod timeouts;
 mod tls;

@@ -2,10 +2,11 @@
 //! HTTP/1.1 chosen by ALPN on one port. Real TLS clients (tokio-rustls over the adapter,
 //! hyper's h2 and HTTP/1 clients on top; certificates from rcgen): 20 concurrent h2
 //! streams with every byte checked, an HTTP/1.1 client by ALPN and one without ALPN, a
-//! WebSocket over TLS, and a client that speaks no TLS (closed, counted as failed).
+//! WebSocket over TLS, and a client that speaks no TLS (closed, counted as failed); a
+//! WebSocket over TLS that outlives the drain deadline is cut.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::Path;
 use axum::routing::{get, post};
@@ -24,7 +25,8 @@ use tokio_rustls::TlsConnector;
 
 per_backend!(
     tls_serves_h2_and_http1_by_alpn,
-    a_client_without_tls_is_closed
+    a_client_without_tls_is_closed,
+    a_websocket_over_tls_is_cut_at_the_drain_deadline
 );
 
 /// A self-signed certificate for `localhost` and its key.
@@ -89,18 +91,22 @@ fn router() -> Router {
 }
 
 fn start(backend: Backend, config: Arc<rustls::ServerConfig>) -> (Runtime, Server) {
+    start_with(backend, config, ServeOptions::default())
+}
+
+fn start_with(
+    backend: Backend,
+    config: Arc<rustls::ServerConfig>,
+    options: ServeOptions,
+) -> (Runtime, Server) {
     let rt = Runtime::builder()
         .worker_threads(2)
         .backend(backend)
         .build()
         .unwrap();
-    let server = Server::tls(
-        &rt.handle(),
-        "127.0.0.1:0",
-        ServeOptions::default(),
-        config,
-        || TowerService(router()),
-    )
+    let server = Server::tls(&rt.handle(), "127.0.0.1:0", options, config, || {
+        TowerService(router())
+    })
     .unwrap();
     (rt, server)
 }
@@ -202,6 +208,46 @@ fn tls_serves_h2_and_http1_by_alpn(backend: Backend) {
     assert_eq!(report.connections, 4);
     assert_eq!(report.failed, 0);
     assert_eq!(report.aborted, 0);
+    assert_eq!(report.upgraded, 1, "{report:?}");
+}
+
+/// The upgraded connection under TLS stays in the drain: `wait` waits for it until the
+/// deadline, then its socket is shut (the client sees the end) and it is counted.
+fn a_websocket_over_tls_is_cut_at_the_drain_deadline(backend: Backend) {
+    let pki = pki();
+    let h1_client = client(&pki, &[b"http/1.1"]);
+    let drain = Duration::from_millis(300);
+    let options = ServeOptions {
+        drain_timeout: drain,
+        ..ServeOptions::default()
+    };
+    let (rt, server) = start_with(backend, server_config(&pki), options);
+    let addr = server.local_addr();
+    let stop = server.shutdown_handle();
+    let report = rt.block_on(async move {
+        let tls = connect(&h1_client, addr).await;
+        let (mut ws, _) = tokio_tungstenite::client_async("wss://localhost/ws", tls)
+            .await
+            .expect("WebSocket handshake over TLS");
+        let m = tokio_tungstenite::tungstenite::Message::text("before the shutdown");
+        ws.send(m.clone()).await.unwrap();
+        assert_eq!(ws.next().await.unwrap().unwrap(), m);
+        let started = Instant::now();
+        stop.shutdown();
+        let report = server.wait().await.unwrap();
+        let took = started.elapsed();
+        assert!(
+            took >= drain,
+            "wait returned after {took:?}, before the deadline"
+        );
+        let end = ringway::time::timeout(Duration::from_secs(10), ws.next()).await;
+        assert!(matches!(end, Ok(None | Some(Err(_)))), "{end:?}");
+        report
+    });
+    assert_eq!(report.connections, 1, "{report:?}");
+    assert_eq!(report.upgraded, 1, "{report:?}");
+    assert_eq!(report.aborted, 1, "{report:?}");
+    assert_eq!(report.upgraded_aborted, 1, "{report:?}");
 }
 
 fn a_client_without_tls_is_closed(backend: Backend) {

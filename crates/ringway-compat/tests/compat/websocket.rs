@@ -2,7 +2,8 @@
 //! extractor upgrades the connection, its socket task runs on the connection's core,
 //! and a tokio-tungstenite client (over the adapter) exchanges text, binary, ping and
 //! close frames, with a selected subprotocol; requests that are not upgrades get
-//! axum's rejections. axum's own extractor is shown to need tokio's runtime.
+//! axum's rejections; a request over HTTP/2 is told that WebSockets need HTTP/1.1
+//! here. axum's own extractor is shown to need tokio's runtime.
 
 use std::time::Duration;
 
@@ -17,7 +18,8 @@ use tokio_tungstenite::tungstenite::{self, client::IntoClientRequest};
 
 per_backend!(
     websocket_echo_through_axum,
-    non_upgrade_requests_are_rejected
+    non_upgrade_requests_are_rejected,
+    a_websocket_route_over_http2_says_it_needs_http1
 );
 
 async fn echo(mut socket: WebSocket) {
@@ -166,6 +168,78 @@ fn non_upgrade_requests_are_rejected(backend: Backend) {
         stop.shutdown();
         server.wait().await.unwrap();
     });
+}
+
+/// RFC 8441 (WebSockets over HTTP/2's extended CONNECT) is not supported: a GET to a
+/// WebSocket route over HTTP/2 (which cannot upgrade) is answered `400` with a body that
+/// says h2 WebSockets need an extended CONNECT and to use HTTP/1.1 (not `405 Request
+/// method must be GET`: it was a GET), never cached; the same port still upgrades an
+/// HTTP/1.1 request.
+fn a_websocket_route_over_http2_says_it_needs_http1(backend: Backend) {
+    let rt = Runtime::builder()
+        .worker_threads(1)
+        .backend(backend)
+        .build()
+        .unwrap();
+    let server = Server::auto(&rt.handle(), "127.0.0.1:0", ServeOptions::default(), || {
+        TowerService(router())
+    })
+    .unwrap();
+    let addr = server.local_addr();
+    let stop = server.shutdown_handle();
+    let report = rt.block_on(async move {
+        let tcp = TcpStream::connect(addr).await.unwrap();
+        let (mut h2, conn) = hyper::client::conn::http2::handshake(
+            ringway_compat::LocalExecutor,
+            CompatStream::new(tcp),
+        )
+        .await
+        .expect("h2 handshake");
+        ringway::spawn(async move {
+            let _ = conn.await;
+        })
+        .detach();
+        let req = http::Request::get(format!("http://{addr}/ws"))
+            .header("sec-websocket-version", "13")
+            .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
+            .body(http_body_util::Full::new(bytes::Bytes::new()))
+            .unwrap();
+        let r = h2.send_request(req).await.unwrap();
+        assert_eq!(r.version(), http::Version::HTTP_2);
+        assert_eq!(r.status(), 400);
+        assert_eq!(r.headers()["cache-control"], "no-store");
+        let body = http_body_util::BodyExt::collect(r.into_body())
+            .await
+            .unwrap()
+            .to_bytes();
+        let body = String::from_utf8_lossy(&body);
+        assert!(
+            body.contains("WebSockets need HTTP/1.1 here")
+                && body.contains("extended CONNECT (RFC 8441)"),
+            "{body}"
+        );
+        drop(h2);
+        // HTTP/1.1 on the same port upgrades.
+        let tcp = TcpStream::connect(addr).await.unwrap();
+        let (mut ws, resp) =
+            tokio_tungstenite::client_async(format!("ws://{addr}/ws"), CompatStream::new(tcp))
+                .await
+                .expect("handshake");
+        assert_eq!(resp.status(), 101);
+        ws.send(tungstenite::Message::text("over h1"))
+            .await
+            .unwrap();
+        assert_eq!(
+            ws.next().await.unwrap().unwrap(),
+            tungstenite::Message::text("over h1")
+        );
+        ws.close(None).await.unwrap();
+        while let Some(Ok(_)) = ws.next().await {}
+        stop.shutdown();
+        server.wait().await.unwrap()
+    });
+    assert_eq!(report.connections, 2, "{report:?}");
+    assert_eq!(report.failed, 0, "{report:?}");
 }
 
 /// axum's own `WebSocketUpgrade::on_upgrade` starts its task with `tokio::spawn`: on a
