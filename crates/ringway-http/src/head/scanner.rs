@@ -518,7 +518,12 @@ fn finish(
     }
     check_hosts(line.version, fields.hosts)?;
     let named = &fields.named;
-    let body = named.body(buf, line.version)?;
+    // The common head names neither framing field: no body, and no call to read them.
+    let body = if named.lengths == 0 && named.codings.is_none() {
+        BodyKind::None
+    } else {
+        named.body(buf, line.version)?
+    };
     let keep_alive = match line.version {
         Version::HTTP_11 => !named.close,
         _ => named.keep_alive && !named.close,
