@@ -1,16 +1,23 @@
-//! The request head: httparse for the syntax, then our own checks of the target, the
-//! version, `Host`, and the fields that decide framing and the connection's fate.
+//! The request head: [`scan_head`] checks one against RFC 9112 and records what it
+//! found as offsets into the bytes ([`RawHead`]): no allocation, no copy and no `http`
+//! types, which is what the server runs per request. [`Head`] is the same head as
+//! `http` types, built on demand from a [`RawHead`] (only handlers that take
+//! `http::Request` pay for it). [`parse_head`] does both at once.
 //!
-//! [`scan_head`] does every check and records what it found as offsets into the bytes
-//! ([`RawHead`]): no allocation and no `http` types, which is what the server runs per
-//! request. [`Head`] is the same head as `http` types, built on demand from a
-//! [`RawHead`] (only handlers that take `http::Request` pay for it). [`parse_head`]
-//! does both at once.
+//! The scan is our own (`scanner.rs`: the request line and the field lines in one pass,
+//! byte classes from one table, `classes.rs`); the rules it shares with the reference
+//! parser are in `rules.rs`. The reference, httparse plus the checks this crate made of
+//! its result, is `reference.rs`: built for tests and the fuzz target only (the
+//! `differential` feature), which hold the scanner to it on the same inputs.
 //!
 //! Everything here is pure (bytes in, a head or an [`HttpError`] out), so the property
 //! tests and the fuzz target drive it without sockets.
 
-use std::mem::MaybeUninit;
+pub(crate) mod classes;
+#[cfg(any(test, feature = "differential"))]
+pub mod reference;
+mod rules;
+mod scanner;
 
 use bytes::Bytes;
 use http::header::{
@@ -19,18 +26,12 @@ use http::header::{
 use http::uri::PathAndQuery;
 use http::{Method, Uri, Version};
 
-use crate::config::{Config, MAX_HEADERS_CAP};
-use crate::error::{ErrorClass, HttpError};
-use crate::framing::{body_kind, BodyKind};
-use crate::origin_form::origin_path_len;
+use crate::config::Config;
+use crate::error::HttpError;
+use crate::framing::BodyKind;
 use crate::token::trim_ows;
 
-/// Longest target the `http` crate's `Uri` takes; a longer one is refused with 414
-/// here, so that building a `Uri` from a scanned head cannot fail.
-const MAX_TARGET: usize = u16::MAX as usize - 1;
-
-/// Longest field name the `http` crate's `HeaderName` takes.
-const MAX_NAME: usize = 1 << 16;
+use rules::is_host;
 
 /// A request head that passed every check, as offsets into the bytes it was scanned
 /// from (see [`scan_head`]). Read it through [`crate::RequestView`], or turn it into
@@ -218,7 +219,7 @@ impl RawHead {
             };
             let at = value.as_ptr() as usize - base;
             let value = shared.slice(at..at + value.len());
-            // SAFETY: the http crate's contract (not memory safety): httparse admitted
+            // SAFETY: the http crate's contract (not memory safety): the scan admitted
             // exactly the bytes a HeaderValue may hold (HTAB, SP to `~`, 0x80 and up);
             // debug builds check again.
             let value = unsafe { HeaderValue::from_maybe_shared_unchecked(value) };
@@ -226,16 +227,6 @@ impl RawHead {
         }
         Ok(())
     }
-}
-
-/// Whether a field name (a token: httparse checked it) is `Host`, in any case: a
-/// 4-byte token is when its bytes with the 0x20 bit set are `host` (only the letters
-/// H, O, S, T map to h, o, s, t so).
-#[inline]
-fn is_host(name: &[u8]) -> bool {
-    name.len() == 4
-        && u32::from_le_bytes([name[0], name[1], name[2], name[3]]) | 0x2020_2020
-            == u32::from_le_bytes(*b"host")
 }
 
 /// The `http` name of a field [`scan_head`] reads itself, told the same way (by its
@@ -399,342 +390,11 @@ pub fn parse_head(buf: &[u8], cfg: &Config) -> Result<Parsed, HttpError> {
     }
 }
 
-/// Field slots tried first: enough for most heads, cheap to initialise. A head with
-/// more fields is parsed again with room for [`Config::max_headers`].
-const FEW_FIELDS: usize = 16;
-
 /// Scans and checks a request head at the start of `buf`, allocating nothing (unless
-/// the head has `Transfer-Encoding`, or a target in absolute or authority form).
+/// the head has a target in absolute or authority form, which the `http` crate judges).
 #[inline]
 pub fn scan_head(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
-    let max = cfg.max_headers.min(MAX_HEADERS_CAP);
-    // Slots httparse fills without reading (it initialises those it parses into): a
-    // head's worth of `EMPTY_HEADER`s written first would cost 32 bytes per slot per
-    // request.
-    let mut few = [const { MaybeUninit::uninit() }; FEW_FIELDS];
-    let mut req = httparse::Request::new(&mut []);
-    match req.parse_with_uninit_headers(buf, &mut few[..max.min(FEW_FIELDS)]) {
-        Err(httparse::Error::TooManyHeaders) if max > FEW_FIELDS => scan_head_many(buf, cfg, max),
-        parsed => check_head(buf, cfg, &req, parsed),
-    }
-}
-
-/// [`scan_head`] again with room for `max` fields (more than [`FEW_FIELDS`]). Apart:
-/// its slots would make every scan's stack frame 4 KiB larger.
-#[inline(never)]
-fn scan_head_many(buf: &[u8], cfg: &Config, max: usize) -> Result<Scanned, HttpError> {
-    let mut many = [const { MaybeUninit::uninit() }; MAX_HEADERS_CAP];
-    let mut req = httparse::Request::new(&mut []);
-    let parsed = req.parse_with_uninit_headers(buf, &mut many[..max]);
-    check_head(buf, cfg, &req, parsed)
-}
-
-/// Our checks of what httparse made of `buf` (`parsed`, `req`).
-#[inline(always)]
-fn check_head(
-    buf: &[u8],
-    cfg: &Config,
-    req: &httparse::Request<'_, '_>,
-    parsed: httparse::Result<usize>,
-) -> Result<Scanned, HttpError> {
-    let len = match parsed {
-        Ok(httparse::Status::Complete(len)) => len,
-        Ok(httparse::Status::Partial) => return partial(buf, cfg),
-        // The line may still be arriving: `HTTP/2` could become `HTTP/2.0` (505).
-        Err(httparse::Error::Version) if memchr_nl(buf).is_none() && version_may_follow(buf) => {
-            return partial(buf, cfg)
-        }
-        Err(e) => return Err(head_error(buf, cfg, e)),
-    };
-    let (Some(method), Some(target), Some(minor)) = (req.method, req.path, req.version) else {
-        // (httparse sets all three before it completes a request.)
-        return Err(HttpError::bad("malformed request line"));
-    };
-    let base = buf.as_ptr() as usize;
-    let method_start = method.as_ptr() as usize - base;
-    let target_start = target.as_ptr() as usize - base;
-    // httparse took exactly `SP HTTP/1.x` and CR LF or a bare LF after the target.
-    let version_end = target_start + target.len() + 9;
-    let line_len = version_end + if buf[version_end] == b'\r' { 2 } else { 1 };
-    if line_len - 1 > cfg.max_request_line {
-        return Err(HttpError::new(
-            ErrorClass::UriTooLong,
-            "request line too long",
-        ));
-    }
-    if len > cfg.max_head_size {
-        return Err(HttpError::new(ErrorClass::HeaderTooLarge, "head too large"));
-    }
-    // httparse refuses NUL and a CR without LF anywhere in the head (the method and
-    // field names are tokens, the target and values exclude controls, line ends are CR
-    // LF or LF): checked again only in debug builds, and by the fuzz target.
-    debug_assert!(no_nul_or_bare_cr(&buf[..len]), "a control got through");
-    let method = method.as_bytes();
-    let version = if minor == 1 {
-        Version::HTTP_11
-    } else {
-        Version::HTTP_10
-    };
-    let target = target.as_bytes();
-    if target.len() > MAX_TARGET {
-        return Err(HttpError::new(ErrorClass::UriTooLong, "target too long"));
-    }
-    let path_len = if target[0] == b'/' {
-        match origin_path_len(&buf[target_start..len], target.len()) {
-            Some(n) => n as u32,
-            None => return Err(HttpError::bad("invalid target")),
-        }
-    } else {
-        check_other_target(method, target)?.map_or(u32::MAX, |n| n as u32)
-    };
-    let fields = &*req.headers;
-    // Every field is part of the head: in a head within the field limits, none is over
-    // them, and their sizes need no look.
-    let sizes = len > cfg.max_field_size || len >= MAX_NAME;
-    // The common head names no field the server reads but `Host`: the others (framing,
-    // the connection's fate, expectations) are looked at only where one is named.
-    let facts = match count_hosts(fields, sizes, cfg)? {
-        Some(hosts) => {
-            check_hosts(version, hosts)?;
-            FieldFacts {
-                body: BodyKind::None,
-                keep_alive: version == Version::HTTP_11,
-                expect_continue: false,
-            }
-        }
-        None => field_facts(fields, version, cfg)?,
-    };
-    Ok(Scanned::Complete(RawHead {
-        len,
-        method_start: method_start as u32,
-        method_len: method.len() as u16,
-        target_start: target_start as u32,
-        target_len: target.len() as u32,
-        path_len,
-        fields_start: line_len as u32,
-        fields: fields.len() as u16,
-        version,
-        body: facts.body,
-        keep_alive: facts.keep_alive,
-        expect_continue: facts.expect_continue,
-        is_head: method == b"HEAD",
-    }))
-}
-
-/// What the fields of a head decide besides `Host`.
-#[derive(Debug, PartialEq, Eq)]
-struct FieldFacts {
-    body: BodyKind,
-    keep_alive: bool,
-    expect_continue: bool,
-}
-
-/// 431 for a field longer than the limit (or than a `HeaderName` can be).
-#[inline(always)]
-fn check_field_size(f: &httparse::Header<'_>, cfg: &Config) -> Result<(), HttpError> {
-    let name = f.name.len();
-    if name + f.value.len() > cfg.max_field_size || name >= MAX_NAME {
-        return Err(HttpError::new(
-            ErrorClass::HeaderTooLarge,
-            "field too large",
-        ));
-    }
-    Ok(())
-}
-
-/// The `Host` fields of an HTTP/1.1 request: exactly one; of an HTTP/1.0 one, at most one.
-#[inline(always)]
-fn check_hosts(version: Version, hosts: u32) -> Result<(), HttpError> {
-    if version == Version::HTTP_11 && hosts != 1 {
-        return Err(HttpError::bad("HTTP/1.1 needs exactly one Host"));
-    }
-    if hosts > 1 {
-        return Err(HttpError::bad("duplicate Host"));
-    }
-    Ok(())
-}
-
-/// How many fields are `Host`, if none is one of the other four the server reads
-/// (`Content-Length`, `Transfer-Encoding`, `Connection`, `Expect`): `None` at the
-/// first that is ([`field_facts`] then reads them all). With `sizes`, sizes are checked
-/// in order on the way, as [`field_facts`] checks them, so the first fault found is the
-/// same.
-#[inline(always)]
-fn count_hosts(
-    fields: &[httparse::Header<'_>],
-    sizes: bool,
-    cfg: &Config,
-) -> Result<Option<u32>, HttpError> {
-    let mut hosts = 0u32;
-    for f in fields {
-        if sizes {
-            check_field_size(f, cfg)?;
-        }
-        let name = f.name.as_bytes();
-        // The length picks the one name to compare with.
-        match name.len() {
-            4 if is_host(name) => hosts += 1,
-            14 if name.eq_ignore_ascii_case(b"content-length") => return Ok(None),
-            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => return Ok(None),
-            10 if name.eq_ignore_ascii_case(b"connection") => return Ok(None),
-            6 if name.eq_ignore_ascii_case(b"expect") => return Ok(None),
-            _ => {}
-        }
-    }
-    Ok(Some(hosts))
-}
-
-/// Reads the five fields that decide framing, the connection's fate and expectations
-/// (`Host`, `Content-Length`, `Transfer-Encoding`, `Connection`, `Expect`).
-#[inline(never)]
-fn field_facts(
-    fields: &[httparse::Header<'_>],
-    version: Version,
-    cfg: &Config,
-) -> Result<FieldFacts, HttpError> {
-    let mut hosts = 0u32;
-    let mut lengths = 0u32;
-    let mut length: &[u8] = &[];
-    let mut codings: Option<Vec<u8>> = None;
-    let mut close = false;
-    let mut keep_alive_token = false;
-    let mut expect_continue = false;
-    for f in fields {
-        check_field_size(f, cfg)?;
-        let name = f.name.as_bytes();
-        // Only five names matter here; the length picks the one to compare with.
-        match name.len() {
-            4 if is_host(name) => hosts += 1,
-            14 if name.eq_ignore_ascii_case(b"content-length") => {
-                lengths += 1;
-                length = f.value;
-            }
-            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
-                let c = codings.get_or_insert_with(Vec::new);
-                if !c.is_empty() {
-                    c.push(b',');
-                }
-                c.extend_from_slice(f.value);
-            }
-            10 if name.eq_ignore_ascii_case(b"connection") => {
-                for token in f.value.split(|&b| b == b',') {
-                    let t = trim_ows(token);
-                    if t.eq_ignore_ascii_case(b"close") {
-                        close = true;
-                    } else if t.eq_ignore_ascii_case(b"keep-alive") {
-                        keep_alive_token = true;
-                    }
-                }
-            }
-            6 if name.eq_ignore_ascii_case(b"expect") => {
-                if trim_ows(f.value).eq_ignore_ascii_case(b"100-continue") {
-                    expect_continue = version == Version::HTTP_11;
-                } else {
-                    return Err(HttpError::new(
-                        ErrorClass::ExpectationFailed,
-                        "unsupported expectation",
-                    ));
-                }
-            }
-            _ => {}
-        }
-    }
-    check_hosts(version, hosts)?;
-    let body = match (lengths, &codings) {
-        (0, None) => BodyKind::None,
-        (0, Some(c)) => body_kind(version, &[], Some(c))?,
-        (1, c) => body_kind(version, &[length], c.as_deref())?,
-        (_, Some(c)) => body_kind(version, &[length, length], Some(c))?,
-        (_, None) => return Err(HttpError::bad("several Content-Length fields")),
-    };
-    let keep_alive = match version {
-        Version::HTTP_11 => !close,
-        _ => keep_alive_token && !close,
-    };
-    Ok(FieldFacts {
-        body,
-        keep_alive,
-        expect_continue,
-    })
-}
-
-/// More bytes are needed, unless the head is already over a limit.
-fn partial(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
-    check_line_limit(buf, cfg)?;
-    if buf.len() > cfg.max_head_size {
-        return Err(HttpError::new(ErrorClass::HeaderTooLarge, "head too large"));
-    }
-    Ok(Scanned::Partial)
-}
-
-/// The error for what the parsers refused (the request line limit first: a long target
-/// is 414, whatever else is wrong).
-fn head_error(buf: &[u8], cfg: &Config, e: httparse::Error) -> HttpError {
-    if let Err(long) = check_line_limit(buf, cfg) {
-        return long;
-    }
-    match e {
-        httparse::Error::TooManyHeaders => {
-            HttpError::new(ErrorClass::HeaderTooLarge, "too many fields")
-        }
-        httparse::Error::Version => version_error(buf),
-        httparse::Error::Token => HttpError::bad("invalid token"),
-        httparse::Error::HeaderName => HttpError::bad("invalid field name"),
-        httparse::Error::HeaderValue => HttpError::bad("invalid field value"),
-        httparse::Error::NewLine => HttpError::bad("invalid line ending"),
-        _ => HttpError::bad("malformed head"),
-    }
-}
-
-/// 414 if the request line (complete or still arriving) is longer than the limit.
-fn check_line_limit(buf: &[u8], cfg: &Config) -> Result<(), HttpError> {
-    let too_long = match memchr_nl(buf) {
-        Some(i) => i > cfg.max_request_line,
-        None => buf.len() > cfg.max_request_line,
-    };
-    if too_long {
-        return Err(HttpError::new(
-            ErrorClass::UriTooLong,
-            "request line too long",
-        ));
-    }
-    Ok(())
-}
-
-fn memchr_nl(buf: &[u8]) -> Option<usize> {
-    buf.iter().position(|&b| b == b'\n')
-}
-
-/// No NUL anywhere in the head, and a CR always followed by LF.
-pub(crate) fn no_nul_or_bare_cr(head: &[u8]) -> bool {
-    head.iter()
-        .enumerate()
-        .all(|(i, &b)| b != 0 && (b != b'\r' || head.get(i + 1) == Some(&b'\n')))
-}
-
-/// Whether the unfinished request line ends in a prefix of `HTTP/d.d`.
-///
-/// The version field is what follows `METHOD SP target SP` (a version error comes only
-/// after both parsed), not merely the last word: `NTz (q \x9a ` has a version field,
-/// `\x9a `, that no byte can complete, although its last word is empty.
-fn version_may_follow(buf: &[u8]) -> bool {
-    let start = buf
-        .iter()
-        .position(|&b| b != b'\r' && b != b'\n')
-        .unwrap_or(0);
-    let mut fields = buf[start..].splitn(3, |&b| b == b' ');
-    let (Some(_method), Some(_target), Some(version)) =
-        (fields.next(), fields.next(), fields.next())
-    else {
-        return false;
-    };
-    let version = version.strip_suffix(b"\r").unwrap_or(version);
-    let pattern = b"HTTP/0.0";
-    version.len() <= pattern.len()
-        && version.iter().zip(pattern).all(|(&b, &p)| match p {
-            b'0' => b.is_ascii_digit(),
-            _ => b == p,
-        })
+    scanner::scan_head(buf, cfg)
 }
 
 /// Decides whether a head that has not parsed yet is worth parsing again after more
@@ -792,52 +452,10 @@ impl HeadGate {
     }
 }
 
-/// httparse refused the version: 505 for a well-formed `HTTP/x.y` of another major
-/// version, 400 for anything else.
-fn version_error(buf: &[u8]) -> HttpError {
-    let line = buf.split(|&b| b == b'\n').next().unwrap_or(buf);
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let last = line.rsplit(|&b| b == b' ').next().unwrap_or(line);
-    let wellformed = last.len() == 8
-        && last.starts_with(b"HTTP/")
-        && last[5].is_ascii_digit()
-        && last[6] == b'.'
-        && last[7].is_ascii_digit();
-    if wellformed && last[5] != b'1' && line.iter().filter(|&&b| b == b' ').count() == 2 {
-        HttpError::new(ErrorClass::VersionNotSupported, "unsupported HTTP version")
-    } else {
-        HttpError::bad("bad version")
-    }
-}
-
-/// The target forms of RFC 9112 §3.2 other than origin form (see [`origin_path_len`]),
-/// each only where it belongs.
-fn check_other_target(method: &[u8], bytes: &[u8]) -> Result<Option<usize>, HttpError> {
-    let bad = || HttpError::bad("invalid target");
-    if bytes
-        .iter()
-        .any(|&b| !(0x21..=0x7e).contains(&b) || b == b'#')
-    {
-        return Err(bad());
-    }
-    let form_ok = if bytes == b"*" {
-        method == b"OPTIONS"
-    } else if method == b"CONNECT" {
-        true
-    } else {
-        let lower = bytes.to_ascii_lowercase();
-        lower.starts_with(b"http://") || lower.starts_with(b"https://")
-    };
-    if !form_ok {
-        return Err(HttpError::bad("invalid target form"));
-    }
-    // Rare forms: let the `http` crate judge them, as it will build them.
-    Uri::try_from(bytes).map(|_| None).map_err(|_| bad())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorClass;
 
     fn scan(b: &[u8]) -> Result<Scanned, HttpError> {
         scan_head(b, &Config::default())
@@ -996,88 +614,6 @@ mod tests {
         assert_eq!(names, ["host", "content-length", "connection", "accept"]);
         assert_eq!(req.headers()[HOST], "h");
         assert_eq!(req.headers()[CONTENT_LENGTH], "0");
-    }
-
-    /// A head that names no field the server reads but `Host` gets from the short
-    /// path (`count_hosts`) what the full reading (`field_facts`) gives it: the same
-    /// facts, or the same first fault; one that names any of the others goes the full
-    /// way.
-    #[test]
-    fn the_short_path_agrees_with_the_full_reading() {
-        let small = Config {
-            max_field_size: 24,
-            ..Config::default()
-        };
-        let sets: [&[(&str, &str)]; 9] = [
-            &[],
-            &[("Host", "a")],
-            &[("host", "a"), ("Accept", "*/*"), ("User-Agent", "x")],
-            &[("Host", "a"), ("HOST", "b")],
-            &[("Accept", "*/*")],
-            &[
-                ("If-Modified-Since", "x"),
-                ("Content-Language", "y"),
-                ("Host", "h"),
-            ],
-            &[
-                ("Host", "a"),
-                ("X-Long", "a value longer than the small limit"),
-            ],
-            &[
-                ("X-Long", "a value longer than the small limit"),
-                ("Host", "a"),
-                ("Host", "b"),
-            ],
-            &[
-                ("Expecu", "1"),
-                ("Connectiom", "close"),
-                ("Content-Lengtx", "5"),
-                ("Host", "h"),
-            ],
-        ];
-        for cfg in [Config::default(), small] {
-            for fields in sets {
-                let headers: Vec<httparse::Header<'_>> = fields
-                    .iter()
-                    .map(|(n, v)| httparse::Header {
-                        name: n,
-                        value: v.as_bytes(),
-                    })
-                    .collect();
-                for version in [Version::HTTP_10, Version::HTTP_11] {
-                    let short = count_hosts(&headers, true, &cfg).map(|hosts| {
-                        let hosts = hosts.expect("no framing names");
-                        check_hosts(version, hosts).map(|()| FieldFacts {
-                            body: BodyKind::None,
-                            keep_alive: version == Version::HTTP_11,
-                            expect_continue: false,
-                        })
-                    });
-                    let short = short.and_then(|facts| facts);
-                    let full = field_facts(&headers, version, &cfg);
-                    assert_eq!(short, full, "{fields:?} {version:?}");
-                }
-            }
-        }
-        for name in [
-            "Content-Length",
-            "transfer-encoding",
-            "CONNECTION",
-            "expect",
-        ] {
-            let headers = [
-                httparse::Header {
-                    name: "Host",
-                    value: b"h",
-                },
-                httparse::Header { name, value: b"0" },
-            ];
-            assert_eq!(
-                count_hosts(&headers, true, &Config::default()),
-                Ok(None),
-                "{name}"
-            );
-        }
     }
 
     /// A field at the size limit passes and one a byte over it is refused (431),

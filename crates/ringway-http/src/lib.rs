@@ -2,8 +2,9 @@
 //!
 //! A strict, fast HTTP/1.1 server on the ringway runtime, with TLS through rustls.
 //!
-//! - Request heads are parsed by httparse and then checked against RFC 9112 (target
-//!   forms, `Host`, framing fields); bodies are framed here (`Content-Length`, chunked
+//! - Request heads are read by a hand-written scanner in one pass and checked against
+//!   RFC 9112 (target forms, `Host`, framing fields); httparse, the parser it replaced,
+//!   is the reference it is differentially tested and fuzzed against; bodies are framed here (`Content-Length`, chunked
 //!   with extensions and bounded trailers). Anything ambiguous is refused with its status
 //!   and the connection closes: no resynchronisation, no smuggling.
 //! - Keep-alive, pipelining answered in order with every response ready in one loop

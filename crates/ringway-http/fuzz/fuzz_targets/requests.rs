@@ -4,11 +4,40 @@
 //! must decode the same requests (heads and bodies) and end the same way (the same
 //! error, unless a size limit is what one of them hit); every head it
 //! accepts is free of NUL and bare CR; and the `http` types of every accepted head can
-//! be built.
+//! be built. And the head scanner the decoder serves with gives, on the input whole, on
+//! the two pieces, and under limits taken from the input, the same outcome as its
+//! reference (httparse plus this crate's checks, `head::reference`): the same head to
+//! the byte, the same "more bytes needed", or the same error.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use ringway_http::head::{reference, scan_head};
 use ringway_http::{Config, Event, RequestDecoder};
+
+/// The scanner and the reference on `buf`: the same outcome.
+fn same_as_reference(buf: &[u8], cfg: &Config) {
+    let ours = scan_head(buf, cfg);
+    let theirs = reference::scan_head(buf, cfg);
+    assert_eq!(
+        ours,
+        theirs,
+        "the scanner and the reference differ on {:?}",
+        buf.escape_ascii().to_string()
+    );
+}
+
+/// Limits small enough for a fuzzed head to reach, taken from two bytes of the input.
+fn tight(data: &[u8]) -> Config {
+    let a = data.get(1).copied().unwrap_or(0) as usize;
+    let b = data.get(2).copied().unwrap_or(0) as usize;
+    Config {
+        max_request_line: a % 64,
+        max_field_size: b % 48,
+        max_head_size: (a + b) % 160,
+        max_headers: b % 5,
+        ..Config::default()
+    }
+}
 
 /// What one feeding decoded.
 struct Outcome {
@@ -89,8 +118,20 @@ fuzz_target!(|data: &[u8]| {
         max_body_size: 4096,
         ..Config::default()
     };
-    let whole = feed(data, data.len(), &cfg);
     let cut = data.first().map_or(0, |&b| b as usize % (data.len() + 1));
+    let tight = tight(data);
+    for c in [&cfg, &Config::default(), &tight] {
+        for buf in [data, &data[..cut], &data[cut..]] {
+            same_as_reference(buf, c);
+        }
+    }
+    // A head arriving a byte at a time (short inputs: the cost is quadratic).
+    if data.len() <= 160 {
+        for end in 0..data.len() {
+            same_as_reference(&data[..end], &tight);
+        }
+    }
+    let whole = feed(data, data.len(), &cfg);
     let split = feed(data, cut, &cfg);
     assert_eq!(
         split.requests, whole.requests,

@@ -3,6 +3,8 @@
 //! reader for the client side, and the h11 cross-check.
 #![allow(dead_code)]
 
+pub(crate) mod hostile_cases;
+
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
