@@ -6,15 +6,20 @@
 //! handler: the request-view API by default, the `http`-types API with `--http-types`
 //! (the same answers, the way the README's example is written).
 
+use std::future::Future;
 use std::io::{self, Write as _};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use clap::Args;
 use http::{header, HeaderValue, Request, Response, StatusCode};
-use ringway_http::{Body, Config, PreparedResponse, RequestView, Responder, Server, Written};
+use ringway_http::{
+    Body, Config, PreparedResponse, RequestView, Responder, Server, ViewBody, ViewHandler, Written,
+};
 
 use crate::runtime_args::RuntimeArgs;
 use crate::stop_signals::StopSignals;
@@ -29,6 +34,14 @@ pub(crate) struct ServeArgs {
     /// Answer `Hello, World!` (text/plain) at `/` and `/plaintext`.
     #[arg(long, group = "mode")]
     hello: bool,
+    /// With --hello (request-view API): also serve `/upload-slow`, which reads its request
+    /// body one chunk every MS milliseconds before it answers the byte count (a slow
+    /// reader, for the suite's slow uploader, S13 `mix-upload`). Without the flag, the
+    /// environment variable RINGWAY_SLOW_UPLOAD_MS sets it (the suite sets it for that
+    /// variant alone). Bodies up to 1 GiB are then taken (or --max-body, if larger).
+    /// Off by default: plain --hello's handler stays a plain closure.
+    #[arg(long, value_name = "MS", requires = "hello")]
+    slow_upload_ms: Option<u64>,
     /// Answer `{"message":"Hello, World!"}` (serialised per request).
     #[arg(long, group = "mode")]
     json: bool,
@@ -99,13 +112,22 @@ pub(crate) fn run(args: ServeArgs) -> io::Result<()> {
     // mask), so that one sent as soon as the address is printed is not missed.
     let stop = StopSignals::new()?;
     let rt = args.runtime.build()?;
+    let slow_upload = match args.hello && !args.http_types {
+        true => slow_upload(args.slow_upload_ms)?,
+        false => None,
+    };
+    let max_body = match slow_upload {
+        // The slow uploader's body is larger than any round lets it send.
+        Some(_) => args.max_body.max(SLOW_UPLOAD_MAX_BODY),
+        None => args.max_body,
+    };
     let cfg = Config {
         access_log: !args.no_access_log,
         header_timeout: Duration::from_millis(args.header_timeout_ms),
         idle_timeout: Duration::from_millis(args.idle_timeout_ms),
         drain_timeout: Duration::from_millis(args.drain_timeout_ms),
         max_connections: args.max_connections,
-        max_body_size: args.max_body,
+        max_body_size: max_body,
         splice_min: if args.no_splice {
             None
         } else {
@@ -135,7 +157,12 @@ pub(crate) fn run(args: ServeArgs) -> io::Result<()> {
             Mode::Hello
         };
         match mode {
-            Mode::Hello if !args.http_types => server.start_view(&rt, args.bind, hello)?,
+            Mode::Hello if !args.http_types => match slow_upload {
+                Some(pause) => {
+                    server.start_view(&rt, args.bind, move || hello_slow_upload(pause))?
+                }
+                None => server.start_view(&rt, args.bind, hello)?,
+            },
             Mode::Json if !args.http_types => server.start_view(&rt, args.bind, || json)?,
             // Each mode its own handler, as a user would write it (one future type
             // for all would be as large as the largest mode's state).
@@ -190,6 +217,101 @@ fn hello() -> impl Fn(RequestView<'_>, Responder<'_>) -> Written {
         "/" | "/plaintext" => res.prepared(&hello),
         _ => res.prepared(&not_found),
     }
+}
+
+/// The largest body with `--slow-upload-ms` (unless `--max-body` is larger).
+const SLOW_UPLOAD_MAX_BODY: u64 = 1 << 30;
+
+/// The pause of `--slow-upload-ms`, or of `RINGWAY_SLOW_UPLOAD_MS` without the flag;
+/// `None`: no `/upload-slow`.
+fn slow_upload(flag: Option<u64>) -> io::Result<Option<Duration>> {
+    let ms = match (flag, std::env::var("RINGWAY_SLOW_UPLOAD_MS")) {
+        (Some(ms), _) => ms,
+        (None, Ok(v)) => v.trim().parse().map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("RINGWAY_SLOW_UPLOAD_MS={v:?}: expected a number of milliseconds"),
+            )
+        })?,
+        (None, Err(_)) => return Ok(None),
+    };
+    Ok(Some(Duration::from_millis(ms)))
+}
+
+/// `--hello` with `--slow-upload-ms`: [`hello`]'s answers, and `/upload-slow`, a
+/// handler that reads its body slowly ([`read_slowly`]).
+fn hello_slow_upload(pause: Duration) -> Hello {
+    Hello {
+        hello: PreparedResponse::new(
+            StatusCode::OK,
+            &[(header::CONTENT_TYPE, TEXT_PLAIN.clone())],
+            b"Hello, World!",
+        ),
+        not_found: PreparedResponse::new(StatusCode::NOT_FOUND, &[], b"Not Found\n"),
+        pause,
+    }
+}
+
+/// See [`hello_slow_upload`].
+struct Hello {
+    hello: PreparedResponse,
+    not_found: PreparedResponse,
+    pause: Duration,
+}
+
+impl ViewHandler for Hello {
+    fn call<'a>(
+        &'a self,
+        req: RequestView<'a>,
+        res: Responder<'a>,
+    ) -> impl Future<Output = Written> + 'a {
+        match req.path() {
+            "/" | "/plaintext" => HelloAnswer::Now(Some(res.prepared(&self.hello))),
+            "/upload-slow" => HelloAnswer::Slowly(Box::pin(read_slowly(req, res, self.pause))),
+            _ => HelloAnswer::Now(Some(res.prepared(&self.not_found))),
+        }
+    }
+}
+
+/// [`Hello`]'s answer: written at once, or (the slow reader) in a heap block of its
+/// own, so that the answers written at once carry no state of the slow one.
+enum HelloAnswer<'a> {
+    Now(Option<Written>),
+    Slowly(Pin<Box<dyn Future<Output = Written> + 'a>>),
+}
+
+impl Future for HelloAnswer<'_> {
+    type Output = Written;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Written> {
+        match self.get_mut() {
+            HelloAnswer::Now(w) => Poll::Ready(w.take().expect("polled after it answered")),
+            HelloAnswer::Slowly(f) => f.as_mut().poll(cx),
+        }
+    }
+}
+
+/// The slow reader: takes the request body one chunk (what one receive brought, at most
+/// a pool buffer) every `pause`, then answers the byte count. Its connection stops
+/// receiving while it lags (ringway-http's body high-water mark, then the driver's
+/// share of the pool), so the uploader's bytes wait in TCP's window.
+async fn read_slowly<'a>(req: RequestView<'a>, res: Responder<'a>, pause: Duration) -> Written {
+    let read = match req.into_body() {
+        ViewBody::Whole(b) => b.len() as u64,
+        ViewBody::Streamed(mut body) => {
+            let mut read = 0u64;
+            loop {
+                match body.chunk().await {
+                    Some(Ok(chunk)) => read += chunk.len() as u64,
+                    Some(Err(_)) => return res.status(StatusCode::BAD_REQUEST).empty(),
+                    None => break read,
+                }
+                ringway::time::sleep(pause).await;
+            }
+        }
+    };
+    res.ok()
+        .header(&header::CONTENT_TYPE, &TEXT_PLAIN)
+        .bytes(format!("{read}\n").as_bytes())
 }
 
 /// `--json` with the request-view API (the object serialised per request).

@@ -17,7 +17,7 @@ use std::time::Duration;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use ringway::net::TcpListener;
-use ringway::runtime::{driver_stats, pool_stats, task_count};
+use ringway::runtime::{driver_stats, pool_stats, reset_pool_peak, task_count, yield_now};
 use ringway::time::sleep;
 use ringway::{Backend, Runtime};
 
@@ -42,6 +42,7 @@ both!(
     multishot_resumes_after_the_pool_ran_dry,
     multishot_yields_exactly_the_bytes_then_none,
     a_reader_that_falls_behind_cannot_drain_the_pool,
+    a_stalled_reader_pins_at_most_its_share_of_the_pool,
 );
 
 fn runtime(backend: Backend, pool: Option<(u16, usize)>) -> Runtime {
@@ -363,6 +364,121 @@ fn a_reader_that_falls_behind_cannot_drain_the_pool(backend: Backend) {
         check_same(&got, &data, "the stalled stream").unwrap();
         writer.join().unwrap();
         drop(rx);
+        settle(0).await;
+    });
+}
+
+/// One connection's share of the pool, counted: its peer sends 8 MiB that its reader
+/// does not read. The pieces waiting for that reader may pin at most the receive's share
+/// of the pool (an eighth: 8 of the default 64 buffers of 64 KiB); past it the receive
+/// stops (`recv_backlogged`; `recv_share_stops` when the share, not the count of
+/// completions, stopped it), what waits is copied out, and the peer's bytes wait in
+/// TCP's window. Meanwhile another connection on the same core is served, round trip
+/// after round trip; then the stalled reader reads everything, slowly (one piece per
+/// turn, so its receive stops and resumes again), never pinning more than its share, and
+/// gets every byte in order.
+fn a_stalled_reader_pins_at_most_its_share_of_the_pool(backend: Backend) {
+    let rt = runtime(backend, None);
+    rt.block_on(async {
+        const TOTAL: usize = 8 << 20;
+        let share = pool_stats().share;
+        assert_eq!(
+            (pool_stats().total, share),
+            (64, 8),
+            "the default pool and its share"
+        );
+        let data = random_bytes(17, TOTAL);
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let sent = data.clone();
+        let writer = std::thread::spawn(move || {
+            let mut peer = std::net::TcpStream::connect(addr).unwrap();
+            peer.write_all(&sent).unwrap();
+        });
+        let (mut slow, _) = listener.accept().await.unwrap();
+        let before = driver_stats();
+        let mut rx = slow.recv_multishot();
+        let mut got = Vec::with_capacity(TOTAL);
+        got.extend_from_slice(&rx.next().await.unwrap().unwrap());
+
+        // The reader stops reading. Wait (bounded) until its receive stopped: the peer
+        // sends far more than the share, so it must.
+        for _ in 0..1000 {
+            if driver_stats().recv_backlogged > before.recv_backlogged {
+                break;
+            }
+            sleep(Duration::from_millis(5)).await;
+        }
+        let pool = pool_stats();
+        assert!(
+            pool.peak_pinned <= share,
+            "one stalled reader pinned {} of {} buffers (share {share})",
+            pool.peak_pinned,
+            pool.total
+        );
+        let stats = driver_stats();
+        assert!(
+            stats.recv_backlogged > before.recv_backlogged,
+            "the receive was never stopped: {stats:?}"
+        );
+        assert_eq!(pool.in_use, 0, "a stopped receive holds no piece: {pool:?}");
+
+        // Another connection on the same core is served while the slow one waits.
+        let other_data = random_bytes(19, 64 * 1024);
+        let want = other_data.clone();
+        let other_client = std::thread::spawn(move || -> Result<(), String> {
+            let mut peer = std::net::TcpStream::connect(addr).map_err(|e| e.to_string())?;
+            for round in 0..50 {
+                let msg = &want[round * 1024..(round + 1) * 1024];
+                peer.write_all(msg).map_err(|e| e.to_string())?;
+                let mut back = vec![0u8; msg.len()];
+                peer.read_exact(&mut back).map_err(|e| e.to_string())?;
+                check_same(&back, msg, "the other connection's echo")?;
+            }
+            Ok(())
+        });
+        let (mut other, _) = listener.accept().await.unwrap();
+        let mut orx = other.recv_multishot();
+        let mut echoed = 0;
+        while echoed < 50 * 1024 {
+            let chunk = orx.next().await.unwrap().unwrap();
+            echoed += chunk.len();
+            let (r, _) = other.write_all(chunk.to_vec()).await;
+            r.unwrap();
+        }
+        other_client.join().unwrap().unwrap();
+        drop((orx, other));
+        assert_eq!(
+            driver_stats().recv_resumed,
+            before.recv_resumed,
+            "the stalled receive stayed stopped while its reader did not read"
+        );
+
+        // Now the stalled reader reads, one piece per turn: never more than its share.
+        reset_pool_peak();
+        while got.len() < TOTAL {
+            let chunk = rx.next().await.unwrap().unwrap();
+            got.extend_from_slice(&chunk);
+            drop(chunk);
+            yield_now().await;
+        }
+        let pool = pool_stats();
+        assert!(
+            pool.peak_pinned <= share,
+            "a slow reader pinned {} of {} buffers (share {share})",
+            pool.peak_pinned,
+            pool.total
+        );
+        let stats = driver_stats();
+        assert!(
+            stats.recv_resumed > before.recv_resumed,
+            "the receive resumed when its reader caught up: {stats:?}"
+        );
+        assert!(stats.recv_backlogged >= stats.recv_share_stops);
+        check_same(&got, &data, "the stalled stream").unwrap();
+        writer.join().unwrap();
+        drop(rx);
+        drop(slow);
         settle(0).await;
     });
 }

@@ -6,7 +6,10 @@
 //! and closes), *accepted* when a 2xx arrives (a server that does not parse HTTP, like
 //! the floor), *dropped* when the connection closes without an answer, *unanswered*
 //! when nothing happens within a second. A slow client is *cut* when the server closes
-//! it (or answers 408) before the run ends. Prints one JSON object.
+//! it (or answers 408) before the run ends. With `--upload-mb`, one more connection
+//! uploads a body that large (`POST /upload-slow`, `Content-Length`) as fast as the
+//! server takes it, until the body is sent or the run ends; its bytes sent are counted.
+//! Prints one JSON object.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -29,6 +32,54 @@ struct Args {
     /// Slow clients held during the run.
     #[arg(long, default_value_t = 20)]
     slow: usize,
+    /// MB of request body one more connection uploads to `/upload-slow` (0: none).
+    #[arg(long, default_value_t = 0)]
+    upload_mb: u64,
+}
+
+/// What the uploader did: body bytes the server took, whether the whole body went,
+/// and whether an answer came (within the run).
+#[derive(Default)]
+struct Upload {
+    sent: u64,
+    complete: bool,
+    answered: bool,
+}
+
+/// Uploads `mb` MB to `/upload-slow` until it is sent or `end`; then reads the answer
+/// if there is time.
+fn upload(addr: SocketAddr, mb: u64, end: Instant) -> Upload {
+    let mut u = Upload::default();
+    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else {
+        return u;
+    };
+    // Short writes: the loop sees the run's end even while the server takes nothing.
+    let _ = s.set_write_timeout(Some(Duration::from_millis(50)));
+    let total = mb << 20;
+    let head = format!("POST /upload-slow HTTP/1.1\r\nHost: x\r\nContent-Length: {total}\r\n\r\n");
+    if s.write_all(head.as_bytes()).is_err() {
+        return u;
+    }
+    let chunk = vec![b'u'; 64 * 1024];
+    while u.sent < total && Instant::now() < end {
+        let n = chunk.len().min((total - u.sent) as usize);
+        match s.write(&chunk[..n]) {
+            Ok(0) => return u,
+            Ok(k) => u.sent += k as u64,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => return u,
+        }
+    }
+    u.complete = u.sent == total;
+    let left = end.saturating_duration_since(Instant::now());
+    if u.complete && !left.is_zero() {
+        let _ = s.set_read_timeout(Some(left));
+        let mut buf = [0u8; 64];
+        u.answered = matches!(s.read(&mut buf), Ok(n) if n > 0);
+    }
+    u
 }
 
 /// What the server is sent, one per connection, in turn.
@@ -84,6 +135,10 @@ fn one(addr: SocketAddr, req: &[u8], c: &mut Counts) {
 fn main() {
     let args = Args::parse();
     let end = Instant::now() + Duration::from_secs_f64(args.duration);
+    let uploader = (args.upload_mb > 0).then(|| {
+        let (addr, mb) = (args.addr, args.upload_mb);
+        std::thread::spawn(move || upload(addr, mb, end))
+    });
     // Slow clients: a request head one byte every 100 ms, never finished in the run.
     let mut slow: Vec<TcpStream> = (0..args.slow)
         .filter_map(|_| TcpStream::connect(args.addr).ok())
@@ -126,8 +181,20 @@ fn main() {
         }
         std::thread::sleep(Duration::from_millis(1));
     }
+    let upload = match uploader {
+        Some(t) => {
+            let u = t.join().unwrap_or_default();
+            format!(
+                ",\"upload_mb_sent\":{:.3},\"upload_complete\":{},\"upload_answered\":{}",
+                u.sent as f64 / (1 << 20) as f64,
+                u.complete as u8,
+                u.answered as u8
+            )
+        }
+        None => String::new(),
+    };
     println!(
-        "{{\"malformed_sent\":{},\"rejected_4xx\":{},\"accepted_2xx\":{},\"dropped\":{},\"unanswered\":{},\"connect_failed\":{},\"slow_clients\":{},\"slow_cut\":{}}}",
+        "{{\"malformed_sent\":{},\"rejected_4xx\":{},\"accepted_2xx\":{},\"dropped\":{},\"unanswered\":{},\"connect_failed\":{},\"slow_clients\":{},\"slow_cut\":{}{upload}}}",
         counts.sent,
         counts.rejected,
         counts.accepted,

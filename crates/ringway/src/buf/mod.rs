@@ -12,7 +12,7 @@
 
 mod pool;
 
-pub use pool::{BufferPool, PoolBuf, PoolStats, MAX_POOL_BUF_SIZE};
+pub use pool::{BufferPool, PoolBuf, PoolStats, MAX_POOL_BUF_SIZE, POOL_SHARE_DIVISOR};
 
 /// A buffer the kernel may read `bytes_init()` bytes from, starting at `stable_ptr()`.
 ///

@@ -24,6 +24,16 @@
 //!
 //! When the pool runs dry the kernel ends a multishot receive with `ENOBUFS`; the driver
 //! parks that receive and re-arms it once a buffer has come back (see `returned`).
+//!
+//! # One connection's share
+//!
+//! A piece pins its whole buffer, however small it is, until it is dropped: ten bytes
+//! left unread keep 64 KiB out of the ring. So what one receive may hold is counted in
+//! buffers pinned, not in bytes or completions: a multishot receive whose unread pieces
+//! pin [`share`](BufferPool::share) buffers (an eighth of the pool,
+//! [`POOL_SHARE_DIVISOR`]) is stopped by the driver, its unread pieces are copied out
+//! of the pool, and TCP's window holds the rest of that peer's bytes in the socket until
+//! its reader has caught up. [`PoolStats::peak_pinned`] shows what was held at most.
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -37,6 +47,11 @@ use io_uring::types::BufRingEntry;
 /// The largest buffer a pool may have: a piece's offset and length are kept in 20 bits
 /// each (see [`PoolBuf`]).
 pub const MAX_POOL_BUF_SIZE: usize = 512 * 1024;
+
+/// One multishot receive may pin at most `1 / POOL_SHARE_DIVISOR` of its core's pool
+/// ([`BufferPool::share`]): with the default pool (64 buffers of 64 KiB, 4 MiB), 8
+/// buffers, 512 KiB. Beyond it the driver stops the receive (see the module docs).
+pub const POOL_SHARE_DIVISOR: usize = 8;
 
 /// A pool of equally sized buffers owned by one core. Cheap to clone (reference counted).
 #[derive(Clone)]
@@ -69,6 +84,12 @@ pub struct PoolStats {
     /// Pieces cut since the pool was made: one per receive completion that carried
     /// bytes.
     pub pieces: u64,
+    /// Buffers one multishot receive may pin with pieces its reader has not taken
+    /// ([`BufferPool::share`]).
+    pub share: usize,
+    /// The most buffers out of reach of the kernel (or the epoll filler) at once since
+    /// the pool was made or [`BufferPool::reset_peak`]: `total - free` at its highest.
+    pub peak_pinned: usize,
 }
 
 struct PoolInner {
@@ -122,6 +143,8 @@ struct Books {
     /// Buffers that can take bytes now: in the ring (the one the kernel is filling
     /// included), or for epoll free or open.
     available: Cell<usize>,
+    /// The least `available` has been (for [`PoolStats::peak_pinned`]).
+    lowest: Cell<usize>,
 }
 
 impl Books {
@@ -130,6 +153,7 @@ impl Books {
             refs: (0..count).map(|_| Cell::new(1)).collect(),
             filled: (0..count).map(|_| Cell::new(0)).collect(),
             available: Cell::new(count as usize),
+            lowest: Cell::new(count as usize),
         }
     }
 
@@ -144,9 +168,19 @@ impl Books {
             self.refs[b].set(self.refs[b].get() + 1);
         } else {
             // The writer's reference becomes the piece's: the count does not change.
-            self.available.set(self.available.get() - 1);
+            self.take_available();
         }
         off
+    }
+
+    /// One buffer fewer can take bytes (it is full or closed, and pinned by its pieces).
+    #[inline]
+    fn take_available(&self) {
+        let left = self.available.get() - 1;
+        self.available.set(left);
+        if left < self.lowest.get() {
+            self.lowest.set(left);
+        }
     }
 
     /// Drops one reference of buffer `bid`; true if that was the last (the buffer can
@@ -281,14 +315,37 @@ impl BufferPool {
         self.inner.buf_size
     }
 
+    /// How many buffers one multishot receive may pin with pieces its reader has not
+    /// taken before the driver stops it: `count / POOL_SHARE_DIVISOR`. A pool of fewer
+    /// than `POOL_SHARE_DIVISOR` buffers is too small to share out (an eighth of it is
+    /// less than a buffer): there it is `usize::MAX`, and only the driver's bound on
+    /// waiting completions applies. (Where the kernel refuses incremental buffers, the
+    /// pool is more, smaller buffers in the same memory: the share is the same in bytes.)
+    pub fn share(&self) -> usize {
+        self.inner.share()
+    }
+
     /// Current counts.
     pub fn stats(&self) -> PoolStats {
+        let lowest = match &self.inner.store {
+            Store::Ring { books, .. } | Store::List { books, .. } => books.lowest.get(),
+            Store::Copy => 0,
+        };
         PoolStats {
             total: self.inner.count as usize,
             in_use: self.inner.in_use.get(),
             buf_size: self.inner.buf_size,
             free: self.free_count(),
             pieces: self.inner.pieces.get(),
+            share: self.share(),
+            peak_pinned: self.inner.count as usize - lowest,
+        }
+    }
+
+    /// Starts [`PoolStats::peak_pinned`] again from what is pinned now.
+    pub fn reset_peak(&self) {
+        if let Store::Ring { books, .. } | Store::List { books, .. } = &self.inner.store {
+            books.lowest.set(books.available.get());
         }
     }
 
@@ -311,7 +368,7 @@ impl BufferPool {
         debug_assert!(bid < self.inner.count);
         if result <= 0 {
             if !*incremental {
-                books.available.set(books.available.get() - 1);
+                books.take_available();
                 if books.release(bid) {
                     self.inner.give_back(bid);
                 }
@@ -355,7 +412,7 @@ impl BufferPool {
         if bid != NO_BUF && size - (books.filled[bid as usize].get() as usize) < min_room(size) {
             // Too little room left to be worth a receive: close it.
             open.set(NO_BUF);
-            books.available.set(books.available.get() - 1);
+            books.take_available();
             if books.release(bid) {
                 self.inner.give_back(bid);
             }
@@ -435,6 +492,15 @@ impl PoolInner {
             pieces: Cell::new(0),
             returned: Cell::new(false),
             store,
+        }
+    }
+
+    /// See [`BufferPool::share`].
+    #[inline]
+    fn share(&self) -> usize {
+        match self.count as usize / POOL_SHARE_DIVISOR {
+            0 => usize::MAX,
+            n => n,
         }
     }
 
@@ -552,9 +618,10 @@ impl Drop for PoolInner {
 /// goes back to its buffer when dropped, and the buffer to the pool (and to the kernel's
 /// buffer ring) once its last piece has.
 ///
-/// A piece whose receive has fallen behind its reader (see the driver's `BACKLOG`) is
-/// copied out of the pool into memory of its own, so that a stalled reader never holds
-/// the core's pool: `pool_index` is then `None`.
+/// A piece whose receive has fallen behind its reader (its unread pieces pin the
+/// receive's [share](BufferPool::share) of the pool, or the driver's `BACKLOG` of
+/// completions wait) is copied out of the pool into memory of its own, so that a stalled
+/// reader never holds the core's pool: `pool_index` is then `None`.
 pub struct PoolBuf {
     pool: Rc<PoolInner>,
     at: Place,
@@ -627,6 +694,13 @@ impl PoolBuf {
             Store::Copy => None,
             _ => Some(self.at.bid),
         }
+    }
+
+    /// The [share](BufferPool::share) of its pool one receive may pin (for a piece
+    /// copied out, that of a pool of one buffer: 1).
+    #[inline]
+    pub(crate) fn pool_share(&self) -> usize {
+        self.pool.share()
     }
 
     /// Shortens the visible bytes to `len` (no effect if `len` is larger).

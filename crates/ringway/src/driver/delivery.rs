@@ -68,7 +68,8 @@ impl Delivery<'_> {
 }
 
 /// Hands a completion to a task's slot: a single-shot op's is kept for its future, a
-/// multishot op's completions queue (bounded by [`BACKLOG`]); the task is woken if its
+/// multishot op's completions queue (bounded by [`BACKLOG`] and by the pool's
+/// [share](crate::buf::BufferPool::share): see [`falls_behind`]); the task is woken if its
 /// waker is armed. The caller has marked the slot `Done` if `last`.
 #[inline(always)]
 pub(crate) fn to_task(
@@ -79,14 +80,19 @@ pub(crate) fn to_task(
     stats: &mut DriverStats,
     backlogged: &mut Vec<OpId>,
 ) {
-    let Slot { owner, queue, .. } = slot;
+    let Slot {
+        owner,
+        queue,
+        resume_at,
+        ..
+    } = slot;
     match owner {
         Owner::Single { completion, .. } => *completion = Some(c),
         Owner::Stream {
             shared: Some(shared),
             backlogged: behind,
             ..
-        } => to_stream(shared, behind, id, c, last, stats, backlogged),
+        } => to_stream(shared, behind, resume_at, id, c, last, stats, backlogged),
         Owner::Stream {
             shared: None,
             backlogged: behind,
@@ -99,17 +105,19 @@ pub(crate) fn to_task(
                     b.unshare();
                 }
             }
-            if !last && !*behind && queue.len() >= BACKLOG {
-                // The reader fell behind: the receive stops (the backend sees to it),
-                // and what waits for the reader gives its pool buffers back (copied),
-                // so a stalled reader cannot hold the core's pool however much arrived
-                // at once.
-                *behind = true;
-                stats.recv_backlogged += 1;
-                backlogged.push(id);
-                for waiting in queue.iter_mut() {
-                    if let Some(b) = waiting.buf.as_mut() {
-                        b.unshare();
+            if !last && !*behind {
+                if let Some(why) = falls_behind(queue.len(), queue.iter().map(|c| c.buf.as_ref())) {
+                    // The receive stops (the backend sees to it), and what waits for
+                    // the reader gives its pool buffers back (copied), so a stalled
+                    // reader cannot hold the core's pool however much arrived at once.
+                    *behind = true;
+                    *resume_at = resume_point(queue.len());
+                    stopped(why, stats);
+                    backlogged.push(id);
+                    for waiting in queue.iter_mut() {
+                        if let Some(b) = waiting.buf.as_mut() {
+                            b.unshare();
+                        }
                     }
                 }
             }
@@ -161,7 +169,16 @@ pub(crate) fn received_to_task(
                 buf: Some(buf()),
                 addr: None,
             };
-            to_stream(shared, behind, id, c, false, stats, backlogged);
+            to_stream(
+                shared,
+                behind,
+                &mut slot.resume_at,
+                id,
+                c,
+                false,
+                stats,
+                backlogged,
+            );
         }
     }
     // `Slot::wake`, without matching the owner a second time.
@@ -173,9 +190,11 @@ pub(crate) fn received_to_task(
 /// [`to_task`]'s queueing for a receive whose stream holds its queue: the same bound
 /// and the same copying of a backlogged reader's buffers, in the stream's queue.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn to_stream(
     shared: &StreamQueue,
     behind: &mut bool,
+    resume_at: &mut u16,
     id: OpId,
     c: Completion,
     last: bool,
@@ -192,15 +211,127 @@ fn to_stream(
             b.unshare();
         }
     }
-    if !last && !*behind && items.len() >= BACKLOG {
-        *behind = true;
-        shared.backlogged.set(true);
-        stats.recv_backlogged += 1;
-        backlogged.push(id);
-        for (_, waiting) in items.iter_mut() {
-            if let Some(b) = waiting.as_mut() {
-                b.unshare();
-            }
+    if last || *behind {
+        return;
+    }
+    let Some(why) = falls_behind(items.len(), items.iter().map(|(_, b)| b.as_ref())) else {
+        return;
+    };
+    *behind = true;
+    *resume_at = resume_point(items.len());
+    shared.backlogged.set(true);
+    stopped(why, stats);
+    backlogged.push(id);
+    for (_, waiting) in items.iter_mut() {
+        if let Some(b) = waiting.as_mut() {
+            b.unshare();
         }
+    }
+}
+
+/// Why a receive's reader is too far behind for the receive to go on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Behind {
+    /// [`BACKLOG`] completions wait.
+    Backlog,
+    /// The pieces that wait pin the receive's share of the pool
+    /// ([`BufferPool::share`]).
+    Share,
+}
+
+/// Whether the reader of a receive whose `len` completions wait in `waiting` (their
+/// pieces, oldest first; `None` for one without bytes) is too far behind: [`BACKLOG`]
+/// completions, or pieces that pin the receive's [share](BufferPool::share) of the
+/// pool.
+///
+/// A piece pins its whole pool buffer until it is dropped, however few bytes it holds,
+/// so the share counts buffers, not bytes: the distinct buffers the pieces come from.
+/// Pieces of one buffer are cut one after the other and a buffer is filled again only
+/// once all its pieces are gone, so one receive's pieces of one buffer follow each
+/// other in its queue: a change of buffer from one piece to the next is a buffer more.
+/// Pieces copied out of the pool (`pool_index` `None`) pin nothing. Called only with
+/// something already waiting (a piece pushed into an empty queue pins one buffer, within
+/// any share), so the hot path never scans.
+#[inline(never)]
+pub(crate) fn falls_behind<'a>(
+    len: usize,
+    waiting: impl Iterator<Item = Option<&'a PoolBuf>>,
+) -> Option<Behind> {
+    if len >= BACKLOG {
+        return Some(Behind::Backlog);
+    }
+    let (mut pinned, mut share, mut last) = (0, usize::MAX, None);
+    for b in waiting.flatten() {
+        let Some(i) = b.pool_index() else {
+            continue;
+        };
+        if last != Some(i) {
+            last = Some(i);
+            pinned += 1;
+            share = b.pool_share();
+        }
+    }
+    (pinned >= share).then_some(Behind::Share)
+}
+
+/// How many completions may still wait when a reader that fell behind with `waiting`
+/// has caught up: half of them (at most `BACKLOG / 2`), so that a stop is followed by a
+/// run of receives, not by one.
+#[inline]
+fn resume_point(waiting: usize) -> u16 {
+    (waiting / 2).min(BACKLOG / 2) as u16
+}
+
+/// Counts a stop for `why`.
+#[cold]
+fn stopped(why: Behind, stats: &mut DriverStats) {
+    stats.recv_backlogged += 1;
+    if why == Behind::Share {
+        stats.recv_share_stops += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A piece of up to `len` bytes, cut by an epoll-style receive.
+    fn piece(pool: &BufferPool, len: usize) -> PoolBuf {
+        pool.receive(|_, room| len.min(room) as i32).unwrap().0
+    }
+
+    #[test]
+    fn the_share_counts_buffers_pinned_not_pieces_or_bytes() {
+        let pool = BufferPool::new_list(16, 64).unwrap();
+        assert_eq!(pool.share(), 2, "an eighth of 16 buffers");
+        // Three pieces of one buffer (the third fills it), then one of the next.
+        let (a, b, c) = (piece(&pool, 10), piece(&pool, 10), piece(&pool, 64));
+        let mut d = piece(&pool, 1);
+        assert_eq!(a.pool_index(), c.pool_index());
+        assert_ne!(c.pool_index(), d.pool_index());
+        let one_buffer = [Some(&a), None, Some(&b), Some(&c)];
+        assert_eq!(falls_behind(4, one_buffer.into_iter()), None);
+        let two = [Some(&a), Some(&b), Some(&c), Some(&d)];
+        assert_eq!(
+            falls_behind(4, two.into_iter()),
+            Some(Behind::Share),
+            "one byte in a second buffer reaches the share"
+        );
+        d.unshare();
+        let copied = [Some(&a), Some(&b), Some(&c), Some(&d)];
+        assert_eq!(
+            falls_behind(4, copied.into_iter()),
+            None,
+            "a piece copied out pins nothing"
+        );
+        assert_eq!(
+            falls_behind(BACKLOG, std::iter::empty()),
+            Some(Behind::Backlog)
+        );
+        // A pool too small to share out: only the backlog bounds.
+        let tiny = BufferPool::new_list(2, 8).unwrap();
+        assert_eq!(tiny.share(), usize::MAX);
+        let (e, f) = (piece(&tiny, 8), piece(&tiny, 8));
+        assert_eq!(falls_behind(2, [Some(&e), Some(&f)].into_iter()), None);
     }
 }

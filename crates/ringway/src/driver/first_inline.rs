@@ -75,6 +75,11 @@ impl<T> FirstInline<T> {
     }
 
     /// Every item, oldest first.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
+        self.first.iter().chain(self.rest.iter())
+    }
+
+    /// Every item, oldest first.
     pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
         self.first.iter_mut().chain(self.rest.iter_mut())
     }

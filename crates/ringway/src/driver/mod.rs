@@ -63,7 +63,7 @@ use waker::OwnedWaker;
 use delivery::{Delivery, Sink};
 pub(crate) use held::{Held, HeldValue, KeptUntilDone};
 use op::OpKind;
-use slot::{Flight, Owner, BACKLOG};
+use slot::{Flight, Owner};
 pub(crate) use stream_queue::QueueWatch;
 use table::OpTable;
 
@@ -617,7 +617,7 @@ impl Driver {
             },
             _ => return,
         };
-        if left <= BACKLOG / 2 {
+        if left <= slot.resume_at as usize {
             self.caught_up(id);
         }
     }
@@ -663,6 +663,7 @@ impl Driver {
             if let Some(w) = shared {
                 w.backlogged.set(false);
             }
+            self.stats.recv_resumed += 1;
         }
         let (backend, mut delivery) = self.split(None);
         match backend {

@@ -57,8 +57,9 @@ pub(crate) enum Owner {
     Stream {
         armed: bool,
         shared: Option<QueueWatch>,
-        /// The consumer is [`BACKLOG`] completions behind: the backend receives no more
-        /// until it has caught up (see `Delivery::deliver`).
+        /// The consumer is too far behind ([`BACKLOG`] completions, or pieces that pin
+        /// the receive's share of the pool: see `delivery::falls_behind`): the backend
+        /// receives no more until it has caught up (down to [`Slot::resume_at`]).
         backlogged: bool,
     },
     /// Nobody awaits any more (the future was dropped, or the op was submitted
@@ -92,6 +93,10 @@ pub(crate) enum Flight {
 /// connection whose reader stops (an application that no longer polls its stream) would
 /// take every buffer of the core's pool and stall every other connection. Past the
 /// bound the bytes wait in the socket, where TCP's flow control slows the peer.
+///
+/// The tighter bound is mostly the other one: the buffers those pieces pin, at most the
+/// pool's [share](crate::buf::BufferPool::share) (an eighth), however few completions
+/// that takes (see `delivery::falls_behind`).
 pub(crate) const BACKLOG: usize = 16;
 
 /// What a backend does when a multishot operation ends (io_uring: a CQE without
@@ -128,6 +133,9 @@ pub(crate) struct Slot {
     /// A stream's completions until its stream takes them over (`Owner::Stream`'s
     /// `shared`). Kept, empty, with its allocation while the slot is free.
     pub queue: VecDeque<Completion>,
+    /// A stream stopped for its consumer's backlog is resumed once no more than this
+    /// many completions wait (half of those that waited when it stopped).
+    pub resume_at: u16,
 }
 
 impl Slot {
@@ -140,6 +148,7 @@ impl Slot {
             owner: Owner::Free,
             waker: None,
             queue: VecDeque::new(),
+            resume_at: 0,
         }
     }
 

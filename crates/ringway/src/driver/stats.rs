@@ -23,9 +23,15 @@ pub struct DriverStats {
     pub pool_starved: u64,
     /// Parked receives re-armed when a buffer came back.
     pub pool_resumed: u64,
-    /// Multishot receives stopped because their consumer was `BACKLOG` completions
-    /// behind (resumed when it catches up).
+    /// Multishot receives stopped because their consumer fell behind: `BACKLOG`
+    /// completions waited, or their pieces pinned the receive's share of the pool
+    /// (resumed when it catches up). TCP's window holds the peer's further bytes.
     pub recv_backlogged: u64,
+    /// Of `recv_backlogged`, the stops because the waiting pieces pinned the receive's
+    /// [share](crate::buf::BufferPool::share) of the pool.
+    pub recv_share_stops: u64,
+    /// Stopped receives started again because their consumer caught up.
+    pub recv_resumed: u64,
     /// io_uring: extra submits because the submission queue was full.
     pub sq_full_flushes: u64,
     /// io_uring: extra enters to flush completions the kernel kept after a CQ overflow.

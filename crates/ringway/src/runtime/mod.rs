@@ -403,6 +403,12 @@ pub fn pool_stats() -> crate::buf::PoolStats {
     context::with_core(|c| c.driver.borrow().pool().stats())
 }
 
+/// Starts the current core's [`PoolStats::peak_pinned`](crate::buf::PoolStats::peak_pinned)
+/// again from what is pinned now.
+pub fn reset_pool_peak() {
+    context::with_core(|c| c.driver.borrow().pool().reset_peak())
+}
+
 /// Tasks alive on the current core.
 pub fn task_count() -> usize {
     context::with_core(|c| c.task_count())

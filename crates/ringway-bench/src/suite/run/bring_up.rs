@@ -9,7 +9,11 @@ use crate::suite::results::NotMeasured;
 use crate::suite::run::client::{self, Sizing};
 use crate::suite::run::conformance;
 use crate::suite::run::env::{limit, Live, VariantEnv};
-use crate::suite::scenarios::Variant;
+use crate::suite::scenarios::{Shape, Variant};
+
+/// The pause after each chunk of `ringway serve --hello`'s slow reader in S13's
+/// `mix-upload` (`RINGWAY_SLOW_UPLOAD_MS`).
+const SLOW_UPLOAD_MS: &str = "10";
 
 /// The record of a peer not measured in `v`.
 pub fn not_measured(v: &Variant, peer: &str, status: &str, reason: String) -> NotMeasured {
@@ -41,10 +45,18 @@ pub fn bring_up(
     ctx: &LaunchCtx,
 ) -> Result<Live, NotMeasured> {
     let spec = match (peer.launch)(ctx, v.service) {
-        Launch::Run(spec) => LaunchSpec {
-            prefix: ctx.server_prefix.clone(),
-            ..spec
-        },
+        Launch::Run(mut spec) => {
+            if let Shape::Hostile { upload_mb: 1.., .. } = v.shape {
+                // S13 mix-upload: `ringway serve --hello` reads `/upload-slow` one chunk
+                // every 10 ms (other peers ignore the variable).
+                spec.env
+                    .push(("RINGWAY_SLOW_UPLOAD_MS".into(), SLOW_UPLOAD_MS.into()));
+            }
+            LaunchSpec {
+                prefix: ctx.server_prefix.clone(),
+                ..spec
+            }
+        }
         Launch::NotApplicable(why) => {
             return Err(not_measured(v, peer.name, "not applicable", why.into()))
         }

@@ -202,7 +202,7 @@ fn shape_args(shape: &Shape, sizing: Sizing, warmup: bool) -> Vec<String> {
             &d,
         ]),
         Shape::EchoFramed { conns } => push(&["--echo-framed", "-c", &conns.to_string(), "-d", &d]),
-        Shape::Idle { conns, .. } | Shape::Hostile { conns } => {
+        Shape::Idle { conns, .. } | Shape::Hostile { conns, .. } => {
             push(&["-c", &conns.to_string(), "-d", &d])
         }
     }

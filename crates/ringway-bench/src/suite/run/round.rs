@@ -40,7 +40,7 @@ pub fn measure(env: &VariantEnv, v: &Variant, lives: &mut [Live], i: usize, roun
         false,
     );
     let hostile = match v.shape {
-        Shape::Hostile { .. } => match hostile_start(env, live.server.port) {
+        Shape::Hostile { upload_mb, .. } => match hostile_start(env, live.server.port, upload_mb) {
             Ok(h) => Some(h),
             Err(e) => {
                 r.error = Some(e);
@@ -139,8 +139,9 @@ fn cpu_of(pids: &[u32]) -> u64 {
     pids.iter().map(|p| read_tree_cpu_ns(*p).unwrap_or(0)).sum()
 }
 
-/// Starts the hostile client of S13 beside the load.
-fn hostile_start(env: &VariantEnv, port: u16) -> Result<Watched, String> {
+/// Starts the hostile client of S13 beside the load (with its slow uploader if
+/// `upload_mb > 0`).
+fn hostile_start(env: &VariantEnv, port: u16, upload_mb: u32) -> Result<Watched, String> {
     let bin = env.bin_dir.join("hostile-client");
     let argv = vec![
         bin.display().to_string(),
@@ -148,6 +149,8 @@ fn hostile_start(env: &VariantEnv, port: u16) -> Result<Watched, String> {
         format!("127.0.0.1:{port}"),
         "--duration".into(),
         env.duration.to_string(),
+        "--upload-mb".into(),
+        upload_mb.to_string(),
     ];
     Watched::spawn_in(Some(&env.client_cpus), &argv, &[], None).map_err(|e| {
         format!(

@@ -314,7 +314,21 @@ fn beyond_the_seeds() -> Vec<Variant> {
             "mix",
             "closed loop on 50 + malformed requests + slow clients",
             hello,
-            Shape::Hostile { conns: 50 },
+            Shape::Hostile {
+                conns: 50,
+                upload_mb: 0,
+            },
+            false,
+        ),
+        v(
+            "S13",
+            "mix-upload",
+            "S13 mix + one connection uploading 200 MB to a slow reader",
+            hello,
+            Shape::Hostile {
+                conns: 50,
+                upload_mb: 200,
+            },
             false,
         ),
     ]

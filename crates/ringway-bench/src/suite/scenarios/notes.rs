@@ -90,7 +90,13 @@ pub fn note(id: &str) -> Option<&'static str> {
         }
         "S13" => {
             "A peer that does not parse HTTP (the raw loops, the floor) answers malformed \
-                  requests with 200: the hostile_* figures say what each did."
+                  requests with 200: the hostile_* figures say what each did. mix-upload adds \
+                  one connection that uploads 200 MB (for the round's length) to \
+                  /upload-slow, which ringway serve --hello reads one chunk every 10 ms (the suite sets \
+                  RINGWAY_SLOW_UPLOAD_MS=10 for this variant alone; its \
+                  receive stops at its share of the pool: the others' p99 beside mix's is \
+                  the figure); a peer without that route answers 404 and reads or drops the \
+                  body its own way (hostile_upload_* say how much it took)."
         }
         _ => return None,
     })

@@ -88,6 +88,9 @@ pub enum Shape {
     Hostile {
         /// Loaded connections.
         conns: usize,
+        /// With more than 0: one more connection uploads a body of this many MB to a
+        /// handler that reads it slowly (`/upload-slow`), for the whole round.
+        upload_mb: u32,
     },
 }
 
@@ -126,7 +129,7 @@ impl Shape {
             | Shape::Open { conns, .. }
             | Shape::Echo { conns, .. }
             | Shape::EchoFramed { conns }
-            | Shape::Hostile { conns }
+            | Shape::Hostile { conns, .. }
             | Shape::Rate { conns, .. }
             | Shape::Capacity { conns } => conns,
             Shape::Batch { size, .. } => size,
