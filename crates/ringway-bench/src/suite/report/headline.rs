@@ -15,7 +15,8 @@
 use serde::Serialize;
 
 use crate::suite::report::verdict::{
-    counted, overall, paired, Call, Counted, Evidence, Paired, Pairing, Usable, CONFIDENCE,
+    counted, counted_rival, overall, paired, Call, Counted, Evidence, Paired, Pairing, Usable,
+    CONFIDENCE,
 };
 use crate::suite::results::{reference_peer, Results, Round, Row};
 
@@ -110,7 +111,8 @@ pub struct Headline {
     pub best: Option<(String, f64)>,
     /// The paired comparison with the best peer (above 1: ringway better).
     pub timed: Option<Paired>,
-    /// The counted comparisons with the best peer (instructions, syscalls).
+    /// The counted comparisons (instructions, syscalls) with the scenario's fixed rival
+    /// where it was counted, else with the best peer.
     pub counted: Vec<Counted>,
     /// The verdict against the best peer and the evidence it rests on.
     pub verdict: Option<(Call, Evidence)>,
@@ -256,7 +258,15 @@ fn headline(results: &Results, scenario: &str, variant: &str) -> Option<Headline
     };
     let best = best_of(rows().filter(|r| r.peer != who && r.peer != FLOOR), figure);
     let timed = best.and_then(|(r, _)| pair(&r.peer));
-    let counted = best.map(|(r, _)| counted(mine_row, r)).unwrap_or_default();
+    // Counted evidence against the scenario's fixed rival where it was counted (see
+    // `counted_rival`), so that it does not follow the timed best peer from run to run.
+    let rival = counted_rival(scenario)
+        .and_then(|p| results.row(p, scenario, variant))
+        .filter(|r| r.instructions_per_req.is_some());
+    let counted = match rival {
+        Some(r) => counted(mine_row, r),
+        None => best.map(|(r, _)| counted(mine_row, r)).unwrap_or_default(),
+    };
     let mut behind: Vec<(String, Paired)> = rows()
         .filter(|r| r.peer != who && r.peer != FLOOR)
         .filter_map(|r| pair(&r.peer).map(|p| (r.peer.clone(), p)))
@@ -428,10 +438,46 @@ mod tests {
         assert_eq!(h[0].verdict, Some((Call::Ahead, Evidence::Counted)));
         let text = h[0].sentence();
         assert!(text.contains("rests on counted"), "{text}");
-        assert!(text.contains("instructions 560 vs 1400 (ahead)"), "{text}");
+        assert!(
+            text.contains("instructions 560 vs 1400 of monoio (ahead)"),
+            "{text}"
+        );
         assert!(
             text.ends_with("(* from rounds that were not clean)"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn counted_evidence_is_taken_against_the_fixed_rival_whoever_is_best_on_time() {
+        // Two runs of S5 whose timed best peer differs (noise): the counted verdict is
+        // against may-minihttp both times, so it is the same both times.
+        for fastest in ["compio-tuned", "monoio"] {
+            let mut results = Results::default();
+            add(&mut results, RINGWAY, "S5", &[5.0, 5.4, 4.6, 5.2, 4.8]);
+            add(
+                &mut results,
+                "may-minihttp",
+                "S5",
+                &[5.1, 5.5, 4.7, 5.3, 4.9],
+            );
+            add(&mut results, fastest, "S5", &[4.9, 5.5, 4.5, 5.3, 4.7]);
+            for r in &mut results.rows {
+                r.instructions_per_req = Some(match r.peer.as_str() {
+                    RINGWAY => 1_723.0,
+                    "may-minihttp" => 1_840.0,
+                    _ => 4_156.0,
+                });
+            }
+            let h = headlines(&results);
+            assert_eq!(h[0].best.as_ref().unwrap().0, fastest);
+            assert_eq!(h[0].counted[0].against, "may-minihttp");
+            assert_eq!(h[0].verdict, Some((Call::Ahead, Evidence::Counted)));
+            let text = h[0].sentence();
+            assert!(
+                text.contains("instructions 1723 vs 1840 of may-minihttp (ahead)"),
+                "{text}"
+            );
+        }
     }
 }

@@ -20,6 +20,7 @@ use crate::measure::procstat::process_tree;
 use crate::suite::progress::Progress;
 use crate::suite::registry::{Launch, LaunchCtx, PeerSpec};
 use crate::suite::report::headline::{Figure, FLOOR};
+use crate::suite::report::verdict::counted_rival;
 use crate::suite::results::{reference_peer, Row};
 use crate::suite::run::bring_up::stop_tree;
 use crate::suite::run::client::{self, Sizing};
@@ -187,8 +188,9 @@ pub fn count(
 pub enum Whom {
     /// Every peer (`--instructions`).
     All,
-    /// The headline's: ringway's reference peer, the floor, and the best other peer
-    /// on the variant's figure (the default run, where valgrind is installed).
+    /// The headline's: ringway's reference peer, the floor, the scenario's counted rival
+    /// (`counted_rival`) and the best other peer on the variant's figure (the default
+    /// run, where valgrind is installed).
     Headline,
 }
 
@@ -198,7 +200,7 @@ fn chosen(whom: Whom, peer: &str, rows: &[&Row], v: &Variant) -> bool {
         return true;
     }
     let reference = reference_peer(v.scenario);
-    if peer == reference || peer == FLOOR {
+    if peer == reference || peer == FLOOR || Some(peer) == counted_rival(v.scenario) {
         return true;
     }
     let figure = Figure::of(v.scenario);
