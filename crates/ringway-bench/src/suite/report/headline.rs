@@ -145,8 +145,28 @@ impl Headline {
         let Some((best, value)) = &self.best else {
             return format!("{} {mine} {} (no other peer measured)", self.who, f.label());
         };
-        let verdict = match (&self.verdict, &self.timed) {
-            (Some((call, evidence)), timed) => format!(
+        // A counted verdict against a rival that is not the best peer names the rival:
+        // the timed comparison with the best peer was level.
+        let rival = self
+            .counted
+            .first()
+            .map(|c| c.against.as_str())
+            .filter(|r| r != best);
+        let verdict = match (&self.verdict, &self.timed, rival) {
+            (Some((call, Evidence::Counted)), timed, Some(rival)) => format!(
+                "{} {rival} on counted evidence, level within noise on time with the best peer {best} ({}){}",
+                match call {
+                    Call::Level => "level with",
+                    Call::Ahead => "ahead of",
+                    Call::Behind => "BEHIND",
+                },
+                f.format(*value),
+                timed
+                    .as_ref()
+                    .map(|t| format!(": advantage {}", t.describe()))
+                    .unwrap_or_default(),
+            ),
+            (Some((call, evidence)), timed, _) => format!(
                 "{} the best peer {best} ({}){}, rests on {}",
                 match call {
                     Call::Level => "level within noise with",
@@ -160,7 +180,7 @@ impl Headline {
                     .unwrap_or_default(),
                 evidence.words()
             ),
-            (None, _) => format!(
+            (None, _, _) => format!(
                 "no verdict against the best peer {best} ({}): no usable pair of rounds",
                 f.format(*value)
             ),
@@ -476,6 +496,12 @@ mod tests {
             let text = h[0].sentence();
             assert!(
                 text.contains("instructions 1723 vs 1840 of may-minihttp (ahead)"),
+                "{text}"
+            );
+            assert!(
+                text.contains(&format!(
+                    "ahead of may-minihttp on counted evidence, level within noise on time with the best peer {fastest}"
+                )),
                 "{text}"
             );
         }
