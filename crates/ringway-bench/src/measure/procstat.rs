@@ -85,6 +85,38 @@ pub fn read_cpu_steal(cpu: usize) -> io::Result<u64> {
     })
 }
 
+/// Busy time of `cpuN` in clock ticks in the text of `/proc/stat`: user, nice, system,
+/// irq and softirq (guest time is inside user); idle, iowait and steal are not busy.
+pub fn parse_cpu_busy(proc_stat: &str, cpu: usize) -> Option<u64> {
+    let label = format!("cpu{cpu}");
+    let line = proc_stat
+        .lines()
+        .find(|l| l.split_ascii_whitespace().next() == Some(label.as_str()))?;
+    // cpuN user nice system idle iowait irq softirq steal ...
+    let v: Vec<u64> = line
+        .split_ascii_whitespace()
+        .skip(1)
+        .take(7)
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    (v.len() == 7).then(|| v[0] + v[1] + v[2] + v[5] + v[6])
+}
+
+/// Busy ticks of `cpus` summed, from one read of `/proc/stat`.
+pub fn read_cpus_busy(cpus: &[usize]) -> io::Result<u64> {
+    let text = fs::read_to_string("/proc/stat")?;
+    cpus.iter()
+        .map(|&c| {
+            parse_cpu_busy(&text, c).ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("no busy times for cpu{c} in /proc/stat"),
+                )
+            })
+        })
+        .sum()
+}
+
 /// Parses the parent pid (field 4) of a `/proc/PID/stat` line.
 pub fn parse_ppid(line: &str) -> Option<u32> {
     let close = line.rfind(')')?;
@@ -230,6 +262,21 @@ mod tests {
         assert_eq!(parse_cpu_steal(text, 2), None);
         assert_eq!(parse_cpu_steal("cpu1 1 2 3\n", 1), None, "too few columns");
         assert!(read_cpu_steal(0).is_ok());
+    }
+
+    #[test]
+    fn busy_of_a_given_cpu_leaves_out_idle_iowait_and_steal() {
+        let text = "cpu  54728 0 16098 60440 14565 0 4389 759 0 0\n\
+                    cpu0 26763 5 7938 31517 6754 7 2251 346 0 0\n\
+                    cpu1 27965 0 8159 28923 7810 0 2137 412 0 0\n";
+        assert_eq!(parse_cpu_busy(text, 0), Some(26763 + 5 + 7938 + 7 + 2251));
+        assert_eq!(parse_cpu_busy(text, 1), Some(27965 + 8159 + 2137));
+        assert_eq!(parse_cpu_busy(text, 2), None);
+        assert_eq!(parse_cpu_busy("cpu0 1 2 3 4\n", 0), None, "too few columns");
+        assert_eq!(parse_cpu_busy("cpu0 1 x 3 4 5 6 7 8\n", 0), None);
+        let both = read_cpus_busy(&[0, 1]).unwrap();
+        assert!(both >= read_cpus_busy(&[0]).unwrap());
+        assert!(read_cpus_busy(&[100_000]).is_err());
     }
 
     #[test]

@@ -65,7 +65,7 @@ impl Options {
             full: false,
             duration: 0.25,
             warmup: 0.2,
-            rounds: 5,
+            rounds: 8,
             out: PathBuf::from("target/bench"),
             instructions: false,
             counted: true,

@@ -46,6 +46,13 @@ pub struct LatencyUs {
     pub max: f64,
 }
 
+/// Share of the server's and the client's CPUs (their time over a round's window)
+/// that other processes may take before the round is [`Round::contended`]. /proc/stat
+/// counts busy time in 10 ms ticks: over a 0.25 s round on two CPUs that is 50 ticks,
+/// read to within two or three, so 10% (5 ticks) is the least that is told reliably
+/// from the accounting's own error.
+pub const CONTENDED_SHARE: f64 = 0.10;
+
 /// One measured round of one peer in one variant.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -93,6 +100,14 @@ pub struct Round {
     pub stalls: usize,
     /// Steal time of the server's and the client's CPUs over the window, milliseconds.
     pub steal_ms: f64,
+    /// CPU time that processes other than the measured ones (the server's tree, the
+    /// client, the variant's idle servers) took on the server's and the client's CPUs
+    /// over the window, milliseconds: another build, a browser, a second benchmark.
+    pub foreign_cpu_ms: f64,
+    /// The foreign CPU was at least [`CONTENDED_SHARE`] of the two CPUs' time over the
+    /// window: the server or the client waited for a core that something else had, so
+    /// the round's timed figures are shown but not ranked (verdicts leave it out).
+    pub contended: bool,
     /// Shape-specific figures (`batch_us_p50`, `iteration_ms_median`, `offered_rps`, ...).
     pub extra: BTreeMap<String, f64>,
     /// Latency histogram (`[value_us, count]`), kept for the curves, not written out.
@@ -148,6 +163,8 @@ pub struct Row {
     pub from_unclean: bool,
     /// Rounds whose window held a host stall.
     pub stalled_rounds: usize,
+    /// Rounds whose CPUs other processes used (see [`Round::contended`]).
+    pub contended_rounds: usize,
     /// Median p99 of the used rounds without a host stall (the tail that is ranked).
     pub p99_stall_free: Option<f64>,
     /// Medians of the rounds' shape-specific figures.
@@ -267,6 +284,7 @@ pub fn aggregate(rounds: &[&Round], title: &str) -> Row {
         clean_rounds: clean.len(),
         from_unclean: from_unclean && !used.is_empty(),
         stalled_rounds: rounds.iter().filter(|r| r.stalled).count(),
+        contended_rounds: rounds.iter().filter(|r| r.contended).count(),
         p99_stall_free: summarize(&stall_free).map(|s| s.median),
         extra,
         latency_curve: median_round

@@ -125,6 +125,9 @@ pub struct Headline {
     pub floor_paired: Option<Paired>,
     /// ringway's figure or the best peer's comes from rounds that were not clean.
     pub unclean: bool,
+    /// Rounds of ringway's and the best peer's in which other processes used the
+    /// benchmark's CPUs (not ranked), and their rounds in all.
+    pub contended: (usize, usize),
 }
 
 impl Headline {
@@ -179,6 +182,14 @@ impl Headline {
                     .map(|t| format!(": advantage {}", t.describe()))
                     .unwrap_or_default(),
                 evidence.words()
+            ),
+            (None, _, _) if self.contended.0 > 0 => format!(
+                "no verdict against the best peer {best} ({}): no usable pair of rounds \
+                 (other processes used the benchmark's CPUs in {} of its {} rounds, \
+                 and such rounds are not ranked: run it on a quiet machine)",
+                f.format(*value),
+                self.contended.0,
+                self.contended.1
             ),
             (None, _, _) => format!(
                 "no verdict against the best peer {best} ({}): no usable pair of rounds",
@@ -303,6 +314,12 @@ fn headline(results: &Results, scenario: &str, variant: &str) -> Option<Headline
         verdict: best.and_then(|_| overall(timed.as_ref(), &counted)),
         best: best.map(|(r, v)| (r.peer.clone(), v)),
         unclean: mine_row.from_unclean || best.is_some_and(|(r, _)| r.from_unclean),
+        contended: best.map_or((mine_row.contended_rounds, mine_row.rounds), |(r, _)| {
+            (
+                mine_row.contended_rounds + r.contended_rounds,
+                mine_row.rounds + r.rounds,
+            )
+        }),
         timed,
         counted,
         behind,
@@ -409,6 +426,57 @@ mod tests {
         assert!(!s8.ringway_leads());
         assert!(s8.sentence().contains("BEHIND the best peer tokio-raw"));
         assert_eq!(s8.behind.len(), 1, "ringway is ahead of `other`");
+    }
+
+    /// [`add`], with the rounds numbered in `contended` marked contended.
+    fn add_contended(results: &mut Results, peer: &str, cpu: &[f64], contended: &[usize]) {
+        add(results, peer, "S8", cpu);
+        for r in results.rounds.iter_mut().filter(|r| r.peer == peer) {
+            r.contended = contended.contains(&r.round);
+        }
+        let mine: Vec<&Round> = results.rounds.iter().filter(|r| r.peer == peer).collect();
+        let row = aggregate(&mine, "t");
+        *results.rows.iter_mut().find(|r| r.peer == peer).unwrap() = row;
+    }
+
+    #[test]
+    fn contended_rounds_are_shown_but_never_ranked() {
+        // The same rounds as `behind_and_ahead_need_the_whole_interval_past_the_band`,
+        // but another process used the CPUs in rounds 1-3 of ringway's.
+        let mut results = Results::default();
+        add_contended(
+            &mut results,
+            RINGWAY,
+            &[5.0, 5.5, 4.5, 5.2, 4.8],
+            &[1, 2, 3],
+        );
+        add_contended(&mut results, "tokio-raw", &[4.0, 4.4, 3.6, 4.16, 3.84], &[]);
+        let h = headlines(&results);
+        let row = results.row(RINGWAY, "S8", "v").unwrap();
+        assert_eq!(row.contended_rounds, 3);
+        assert_eq!(h[0].contended, (3, 10));
+        // Two pairs left: too few for a 90% interval, so no call beyond level.
+        let t = h[0].timed.as_ref().unwrap();
+        assert_eq!(t.pairs, 2);
+        assert_eq!(h[0].verdict, Some((Call::Level, Evidence::Timed)));
+
+        // Every round contended: no pair at all, and the sentence says why.
+        let mut results = Results::default();
+        add_contended(
+            &mut results,
+            RINGWAY,
+            &[5.0, 5.5, 4.5, 5.2, 4.8],
+            &[1, 2, 3, 4, 5],
+        );
+        add_contended(&mut results, "tokio-raw", &[4.0, 4.4, 3.6, 4.16, 3.84], &[]);
+        let h = headlines(&results);
+        assert_eq!(h[0].timed, None);
+        assert_eq!(h[0].verdict, None);
+        let text = h[0].sentence();
+        assert!(
+            text.contains("other processes used the benchmark's CPUs in 5 of its 10 rounds"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -220,7 +220,9 @@ fn row_table(out: &mut String, rows: &[&Row], changes: &[Change]) {
     if wrk {
         out.push_str("<th>wrk req/s</th>");
     }
-    out.push_str("<th>errors</th><th>clean rounds</th><th>stalled rounds</th>");
+    out.push_str(
+        "<th>errors</th><th>clean rounds</th><th>stalled rounds</th><th>contended rounds</th>",
+    );
     if !changes.is_empty() {
         out.push_str("<th>Δ req/s</th><th>Δ CPU/req</th><th>Δ instr/req</th>");
     }
@@ -298,11 +300,12 @@ fn table_row(out: &mut String, r: &Row, cols: Columns, changes: &[Change]) {
     };
     let _ = write!(
         out,
-        "<td>{}</td><td>{}/{}</td><td>{}</td>",
+        "<td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td>",
         esc(&errors),
         r.clean_rounds,
         r.rounds,
-        r.stalled_rounds
+        r.stalled_rounds,
+        r.contended_rounds
     );
     if !changes.is_empty() {
         let c = changes
@@ -485,6 +488,13 @@ fn meta_section(out: &mut String, results: &Results) {
             "a sleeper per server and client CPU ({}) wakes every millisecond; a round with a wake-up {:.0} ms late or 20 ms of steal is stalled: its tail is shown, not ranked",
             if m.stall_watch_fifo { "SCHED_FIFO" } else { "normal priority: no privilege for SCHED_FIFO" },
             m.stall_threshold_ms
+        ),
+    );
+    kv(
+        "other work",
+        format!(
+            "a round in which other processes took {:.0}% or more of the server's and the client's CPUs (their busy time in /proc/stat beyond the measured processes' CPU) is contended: shown, never ranked",
+            crate::suite::results::CONTENDED_SHARE * 100.0
         ),
     );
     kv("ringway", m.ringway.clone());

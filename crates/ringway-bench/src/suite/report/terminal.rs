@@ -71,7 +71,7 @@ impl Columns {
         if self.wrk {
             headers.push("wrk req/s");
         }
-        headers.extend(["errors", "clean", "stalled"]);
+        headers.extend(["errors", "clean", "stalled", "contended"]);
         if self.cmp {
             headers.extend(["Δ req/s", "Δ CPU/req"]);
         }
@@ -108,6 +108,7 @@ impl Columns {
         cells.push(r.errors_total.to_string());
         cells.push(format!("{}/{}", r.clean_rounds, r.rounds));
         cells.push(r.stalled_rounds.to_string());
+        cells.push(r.contended_rounds.to_string());
         if self.cmp {
             let pct = |x: f64| format!("{:+.1}%", (x - 1.0) * 100.0);
             cells.push(change.and_then(|c| c.rps).map_or("new".into(), pct));
@@ -229,6 +230,12 @@ pub fn render_all(results: &Results, changes: &[Change]) -> String {
             "\nstalled: rounds whose window held a host stall (a sleeper {} woke {:.0} ms or more late, or 20 ms of steal): their tails are shown, not ranked\n",
             if results.meta.stall_watch_fifo { "under SCHED_FIFO" } else { "(normal priority)" },
             results.meta.stall_threshold_ms
+        ));
+    }
+    if results.rows.iter().any(|r| r.contended_rounds > 0) {
+        out.push_str(&format!(
+            "\ncontended: rounds in which other processes took {:.0}% or more of the server's and the client's CPUs (their busy time in /proc/stat beyond what the measured processes used): shown, never ranked\n",
+            crate::suite::results::CONTENDED_SHARE * 100.0
         ));
     }
     if results.rows.iter().any(|r| r.from_unclean) {

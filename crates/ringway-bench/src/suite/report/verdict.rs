@@ -185,8 +185,13 @@ pub enum Usable {
 }
 
 impl Usable {
-    /// `true` if round `r` may be used.
+    /// `true` if round `r` may be used. A contended round (other processes used the
+    /// server's or the client's CPU) is never used: its figures measure the other work
+    /// as much as the peer.
     pub fn admits(self, r: &Round) -> bool {
+        if r.contended {
+            return false;
+        }
         match self {
             Usable::Clean => r.ok && r.clean,
             Usable::StallFree => r.ok && r.clean && !r.stalled,

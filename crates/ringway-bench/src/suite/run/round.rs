@@ -7,9 +7,11 @@ use std::time::{Duration, Instant};
 
 use crate::measure::launch::KILL_GRACE;
 use crate::measure::process::Watched;
-use crate::measure::procstat::{clock_ticks_per_second, read_cpu_steal, read_tree_cpu_ns};
+use crate::measure::procstat::{
+    clock_ticks_per_second, read_cpu_steal, read_cpus_busy, read_tree_cpu_ns,
+};
 use crate::measure::stalls::summarize;
-use crate::suite::results::{LatencyUs, Round};
+use crate::suite::results::{LatencyUs, Round, CONTENDED_SHARE};
 use crate::suite::run::client::{self, ClientRun};
 use crate::suite::run::env::{limit, open_rate, sizing, Live, VariantEnv};
 use crate::suite::scenarios::{Shape, Variant};
@@ -54,7 +56,7 @@ pub fn measure(env: &VariantEnv, v: &Variant, lives: &mut [Live], i: usize, roun
     let host = HostWindow::open(env);
     let run = client::run(&env.ringway, Some(&env.client_cpus), &args, limit(env));
     let after = read_tree_cpu_ns(pid);
-    host.close(env, &mut r);
+    let busy = host.close(env, &mut r);
     let others_after = others_cpu();
     if let Some(h) = hostile {
         match hostile_finish(h) {
@@ -91,7 +93,28 @@ pub fn measure(env: &VariantEnv, v: &Variant, lives: &mut [Live], i: usize, roun
         after.saturating_sub(before),
         others_after.saturating_sub(others_before),
     );
+    if let Some(busy) = busy {
+        let ours =
+            r.server_cpu_s + run.cpu.as_secs_f64() + r.others_cpu_share * run.wall.as_secs_f64();
+        judge_contention(&mut r, busy, ours, env.watched_cpus.len());
+    }
     r
+}
+
+/// Marks `r` contended when the watched CPUs were busier over its window (`busy`) than
+/// the measured processes account for (`ours`, seconds), by [`CONTENDED_SHARE`] or more
+/// of the `cpus` CPUs' time.
+fn judge_contention(r: &mut Round, busy: BusyWindow, ours: f64, cpus: usize) {
+    let foreign = (busy.busy_s - ours).max(0.0);
+    r.foreign_cpu_ms = foreign * 1e3;
+    r.contended = foreign >= CONTENDED_SHARE * busy.wall_s * cpus.max(1) as f64;
+}
+
+/// The watched CPUs' busy time over a round's window, and the window's length.
+#[derive(Debug, Clone, Copy)]
+struct BusyWindow {
+    busy_s: f64,
+    wall_s: f64,
 }
 
 /// What the host did around a round: the window's start and the steal of the watched
@@ -99,6 +122,7 @@ pub fn measure(env: &VariantEnv, v: &Variant, lives: &mut [Live], i: usize, roun
 struct HostWindow {
     start: Instant,
     steal: Option<u64>,
+    busy: Option<u64>,
 }
 
 /// Steal ticks of `cpus` summed, `None` if any is unreadable.
@@ -111,13 +135,22 @@ impl HostWindow {
         HostWindow {
             start: Instant::now(),
             steal: steal_of(&env.watched_cpus),
+            busy: read_cpus_busy(&env.watched_cpus).ok(),
         }
     }
 
     /// Records the window's stalls and steal in `r`; marks it stalled when a sleeper
-    /// woke late or the host stole [`STEAL_STALL_MS`] or more.
-    fn close(self, env: &VariantEnv, r: &mut Round) {
+    /// woke late or the host stole [`STEAL_STALL_MS`] or more. Returns the watched
+    /// CPUs' busy time over the window, for [`judge_contention`].
+    fn close(self, env: &VariantEnv, r: &mut Round) -> Option<BusyWindow> {
         let end = Instant::now();
+        let busy = match (self.busy, read_cpus_busy(&env.watched_cpus)) {
+            (Some(a), Ok(b)) if !env.watched_cpus.is_empty() => Some(BusyWindow {
+                busy_s: b.saturating_sub(a) as f64 / clock_ticks_per_second() as f64,
+                wall_s: (end - self.start).as_secs_f64(),
+            }),
+            _ => None,
+        };
         if let Some(watch) = &env.stalls {
             let w = summarize(&watch.between(self.start, end));
             r.stall_max_ms = w.max_ms;
@@ -127,6 +160,7 @@ impl HostWindow {
             r.steal_ms = b.saturating_sub(a) as f64 * 1e3 / clock_ticks_per_second() as f64;
         }
         r.stalled = r.stalls > 0 || r.steal_ms >= STEAL_STALL_MS;
+        busy
     }
 }
 
@@ -246,4 +280,36 @@ fn fill(
     // One side kept its core: the host did not starve both.
     r.clean =
         r.ok && (r.client_cpu_share >= env.clean_share || r.server_cpu_share >= env.clean_share);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn judged(busy_s: f64, ours: f64) -> Round {
+        let mut r = Round::default();
+        let w = BusyWindow {
+            busy_s,
+            wall_s: 0.25,
+        };
+        judge_contention(&mut r, w, ours, 2);
+        r
+    }
+
+    #[test]
+    fn a_round_is_contended_when_the_cpus_did_work_that_is_not_ours() {
+        // Server saturating its core, client at 60%: all of the busy time is ours.
+        let quiet = judged(0.40, 0.40);
+        assert!(!quiet.contended);
+        assert_eq!(quiet.foreign_cpu_ms, 0.0);
+        // The tick accounting reads a little over: within the share, not contended.
+        let rounding = judged(0.43, 0.40);
+        assert!(!rounding.contended, "30 ms of 500 is under 10%");
+        // A build took the rest of both CPUs: 100 ms of 500 ms is foreign.
+        let busy = judged(0.50, 0.40);
+        assert!(busy.contended);
+        assert!((busy.foreign_cpu_ms - 100.0).abs() < 1e-6);
+        // Ours over the busy ticks (accounting error the other way) is not negative.
+        assert_eq!(judged(0.38, 0.40).foreign_cpu_ms, 0.0);
+    }
 }
