@@ -63,9 +63,17 @@ impl<S: StreamSocket> hyper::rt::Write for CompatStream<S> {
     }
 }
 
-/// hyper's executor on ringway: spawns each future hyper hands it (HTTP/2 streams,
-/// connection background work) as a task on the **current core**. hyper's `Executor`
-/// does not ask for `Send`, so neither does this: services may hold `Rc`s.
+/// hyper's executor on ringway: runs each future hyper hands it (HTTP/2 streams,
+/// connection background work) on the **current core**. hyper's `Executor` does not
+/// ask for `Send`, so neither does this: services may hold `Rc`s.
+///
+/// Under [`Server`](crate::Server), the HTTP/2 streams a poll of a connection hands
+/// over are polled once by the connection's own task right after that poll, and become
+/// tasks only if that first poll does not finish them: a stream whose handler answers
+/// at once costs no task, and the connection's next poll, at once, writes the
+/// responses of all of them together. A panic in that first poll is caught and drops
+/// the future (the stream is reset), as a task's panic would. Anywhere else, each
+/// future is spawned as a task.
 ///
 /// Must be used from inside a ringway runtime (it panics elsewhere, as
 /// [`ringway::spawn`] does).
@@ -78,7 +86,7 @@ where
     F::Output: 'static,
 {
     fn execute(&self, fut: F) {
-        ringway::spawn(fut).detach();
+        crate::eager::execute(fut);
     }
 }
 

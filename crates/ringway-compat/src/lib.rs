@@ -37,6 +37,8 @@ mod sender;
 mod socket;
 mod stream;
 
+#[cfg(feature = "hyper")]
+mod eager;
 #[cfg(feature = "futures-io")]
 mod futures_io_impl;
 #[cfg(feature = "hyper")]

@@ -14,10 +14,10 @@ use std::future::{poll_fn, Future};
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::os::fd::AsRawFd;
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http::{Request, Response};
@@ -29,6 +29,7 @@ use hyper::service::Service;
 use ringway::net::{bind_per_core, ListenOptions, TcpListener};
 
 use crate::core_bound::CoreBound;
+use crate::eager::Gate;
 #[cfg(feature = "http2")]
 use crate::hyper_rt::LocalExecutor;
 use crate::hyper_rt::RingwayTimer;
@@ -542,6 +543,7 @@ async fn serve_until_done<C: GracefulConnection, S: StreamSocket>(
     let mut conn = pin!(conn);
     let mut finishing = false;
     let mut registered = false;
+    let mut gate = None;
     poll_fn(|cx| {
         // This task's waker does not change, and the drain keeps it until it asks
         // something else (then takes it): while serving, registering once is enough.
@@ -562,7 +564,7 @@ async fn serve_until_done<C: GracefulConnection, S: StreamSocket>(
             // Dropping the connection cancels its I/O.
             Ask::Abort => return Poll::Ready(Ok(())),
         }
-        let r = conn.as_mut().poll(cx);
+        let r = poll_connection(conn.as_mut(), cx, &mut gate);
         // What hyper wrote in this poll goes to the kernel now, in one send (its
         // `poll_flush` only queued it): every pipelined response of the poll together.
         if let Ok(mut outbox) = link.try_borrow_mut() {
@@ -578,6 +580,70 @@ async fn serve_until_done<C: GracefulConnection, S: StreamSocket>(
     .await
 }
 
+/// Polls `conn`. For HTTP/2, the streams the poll accepted get their first poll in
+/// this task (see `eager`), and the connection is polled again at once if any of them
+/// woke it (queued a response), to write their responses together: up to
+/// [`STREAM_ROUNDS`] rounds, then the task comes back in a later turn.
+///
+/// While the task runs the streams, the wakes they give the connection are held back
+/// (`gate`, made at the first poll: its waker is the one the connection is polled
+/// with): polling the connection again answers them, so they do not bring the task
+/// back for a poll that finds nothing.
+fn poll_connection<C: GracefulConnection>(
+    conn: Pin<&mut C>,
+    cx: &mut Context<'_>,
+    gate: &mut Option<Gate>,
+) -> Poll<Result<(), hyper::Error>> {
+    if !C::EXECUTES {
+        return conn.poll(cx);
+    }
+    let gate = gate.get_or_insert_with(|| Gate::new(cx.waker()));
+    match gate.waker_for(cx.waker()) {
+        Some(waker) => {
+            let task = cx.waker();
+            poll_rounds(conn, &mut Context::from_waker(waker), Some((gate, task)))
+        }
+        None => poll_rounds(conn, cx, None),
+    }
+}
+
+/// [`poll_connection`]'s rounds; `gate` holds the streams' wakes back, and gives the
+/// task a wake that came if the rounds stop.
+fn poll_rounds<C: GracefulConnection>(
+    mut conn: Pin<&mut C>,
+    cx: &mut Context<'_>,
+    gate: Option<(&Gate, &std::task::Waker)>,
+) -> Poll<Result<(), hyper::Error>> {
+    let mut rounds = 0;
+    loop {
+        let (r, streams) = crate::eager::collect(|| conn.as_mut().poll(cx));
+        if !streams {
+            return r;
+        }
+        if let Some((gate, _)) = gate {
+            gate.hold();
+        }
+        crate::eager::run();
+        // Without a gate the wakes went to the task: poll again to be sure.
+        let woken = gate.map_or(true, |(gate, _)| gate.release());
+        rounds += 1;
+        if r.is_ready() || !woken {
+            return r;
+        }
+        if rounds == STREAM_ROUNDS {
+            if let Some((_, task)) = gate {
+                task.wake_by_ref();
+            }
+            return r;
+        }
+    }
+}
+
+/// How many times in a row [`poll_connection`] polls an HTTP/2 connection whose streams
+/// it ran, before leaving the rest to a later turn (other tasks of the core wait
+/// meanwhile).
+const STREAM_ROUNDS: usize = 4;
+
 /// Which protocols a server speaks.
 #[derive(Clone)]
 enum Protocols {
@@ -590,6 +656,9 @@ enum Protocols {
 
 /// A hyper server connection that can be asked to finish gracefully.
 trait GracefulConnection: Future<Output = Result<(), hyper::Error>> {
+    /// The connection hands futures to its executor (HTTP/2's streams).
+    const EXECUTES: bool = false;
+
     fn graceful_shutdown(self: std::pin::Pin<&mut Self>);
 }
 
@@ -616,6 +685,8 @@ where
     B: Body + 'static,
     B::Error: Into<BoxError>,
 {
+    const EXECUTES: bool = true;
+
     fn graceful_shutdown(self: std::pin::Pin<&mut Self>) {
         http2::Connection::graceful_shutdown(self)
     }

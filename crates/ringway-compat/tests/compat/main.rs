@@ -7,6 +7,7 @@ mod common;
 
 mod axum_router;
 mod examples;
+mod h2_streams;
 mod http2;
 mod hyper_rt;
 mod shutdown;
