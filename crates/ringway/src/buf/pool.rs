@@ -487,6 +487,11 @@ impl BufferPool {
         self.inner.returned.replace(false)
     }
 
+    /// Whether a buffer came back since the mark was last cleared (the mark stays).
+    pub(crate) fn has_returned(&self) -> bool {
+        self.inner.returned.get()
+    }
+
     /// Sets the mark again (starved receives are left that the driver will re-arm on a
     /// later turn).
     pub(crate) fn mark_returned(&self) {

@@ -29,8 +29,8 @@
 use super::delivery::{resume_point, Delivery};
 use super::slot::{Flight, Owner, Slot};
 
-/// Applies the rule if the pool is dry (no buffer came back since the receives parked)
-/// and a piece was cut since the last sweep (`swept_at`: the pool's count of pieces
+/// Applies the rule if the pool is dry (no buffer came back since the receives parked,
+/// or since the last re-arm) and a piece was cut since the last sweep (`swept_at`: the pool's count of pieces
 /// then). The receives it stops are in `d.backlogged`, for the backend to stop (io_uring
 /// cancels those it has; epoll does not try them again). Returns whether it stopped
 /// any.
@@ -38,7 +38,9 @@ use super::slot::{Flight, Owner, Slot};
 #[inline(never)]
 pub(crate) fn relieve(d: &mut Delivery<'_>, swept_at: &mut u64) -> bool {
     let pool = d.pool;
-    if !pool.relieves_pressure() || pool.free_count() > 0 {
+    // Dry by the kernel's word (the receives parked on `ENOBUFS`; epoll: no free
+    // buffer), unless a buffer came back since: then the re-arm is all it takes.
+    if !pool.relieves_pressure() || pool.has_returned() {
         return false;
     }
     let cut = pool.pieces_cut();
@@ -46,6 +48,7 @@ pub(crate) fn relieve(d: &mut Delivery<'_>, swept_at: &mut u64) -> bool {
         return false;
     }
     *swept_at = cut;
+    let free = pool.free_count();
     let mut stopped = 0;
     for (id, slot) in d.table.live_mut() {
         if copy_out_waiting(slot) {
@@ -54,8 +57,7 @@ pub(crate) fn relieve(d: &mut Delivery<'_>, swept_at: &mut u64) -> bool {
         }
     }
     d.stats.pool_pressure_stops += stopped;
-    // It was dry: every buffer free now is one the copies gave back.
-    d.stats.pool_reclaimed += pool.free_count() as u64;
+    d.stats.pool_reclaimed += pool.free_count().saturating_sub(free) as u64;
     stopped > 0
 }
 
@@ -195,6 +197,11 @@ mod tests {
         d.backlogged.clear();
         let held: Vec<_> = (5..8).map(|i| piece(&pool, 16, i)).collect();
         assert_eq!(pool.free_count(), 0);
+        assert!(
+            !relieve(&mut d, &mut swept_at),
+            "buffers came back since the last turn"
+        );
+        pool.take_returned();
         assert!(!relieve(&mut d, &mut swept_at));
         assert_eq!(
             (d.stats.pool_pressure_stops, d.stats.pool_reclaimed),
@@ -212,6 +219,7 @@ mod tests {
         d.table.get_mut(e).unwrap().queue.push_back(c);
         let _rest: Vec<_> = (0..2).map(|i| piece(&pool, 16, i)).collect();
         assert_eq!(pool.free_count(), 0);
+        pool.take_returned(); // (as the re-arm of the turn before does)
         pool.set_policy(crate::buf::PoolShare::default(), false);
         assert!(!relieve(&mut d, &mut swept_at));
         pool.set_policy(crate::buf::PoolShare::default(), true);
