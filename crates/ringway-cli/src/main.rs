@@ -12,6 +12,7 @@
 mod bench;
 mod echo;
 mod load;
+mod pool_report;
 mod runtime_args;
 mod serve;
 mod stop_signals;

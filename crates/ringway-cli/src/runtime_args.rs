@@ -5,12 +5,12 @@
 use std::io;
 
 use clap::Args;
-use ringway::buf::MAX_POOL_BUF_SIZE;
+use ringway::buf::{PoolShare, MAX_POOL_BUF_SIZE};
 use ringway::{Backend, Runtime};
 use ringway_load::cli::backend_parser;
 
 /// `--backend`, `--threads`, `--pin`, `--pool-buffers`, `--pool-buffer-size`,
-/// `--whole-pool-buffers`.
+/// `--whole-pool-buffers`, `--pool-share`.
 #[derive(Debug, Args)]
 pub(crate) struct RuntimeArgs {
     /// I/O backend (default: auto, or RINGWAY_BACKEND if set).
@@ -34,6 +34,12 @@ pub(crate) struct RuntimeArgs {
     /// piece (io_uring; for measuring what incremental buffers buy).
     #[arg(long)]
     pub whole_pool_buffers: bool,
+    /// What one connection's unread bytes may pin of its core's receive buffers before
+    /// its receive stops until the reader catches up: a fraction (default 1/8, also
+    /// written 0.125), or off (only the bound of 16 waiting receives: for measuring what
+    /// the share buys).
+    #[arg(long, value_name = "off|FRACTION", value_parser = parse_pool_share)]
+    pub pool_share: Option<PoolShare>,
 }
 
 impl RuntimeArgs {
@@ -56,6 +62,9 @@ impl RuntimeArgs {
         }
         if self.whole_pool_buffers {
             b.incremental_pool(false);
+        }
+        if let Some(share) = self.pool_share {
+            b.pool_share(share);
         }
         b.build()
     }
@@ -94,6 +103,10 @@ fn parse_pool_buffer_size(s: &str) -> Result<usize, String> {
     Ok(bytes)
 }
 
+fn parse_pool_share(s: &str) -> Result<PoolShare, String> {
+    s.parse().map_err(|e: io::Error| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,5 +130,33 @@ mod tests {
         assert!(parse_pool_buffer_size("64k")
             .unwrap_err()
             .contains("e.g. 65536"));
+        assert_eq!(parse_pool_share("off"), Ok(PoolShare::Off));
+        assert_eq!(parse_pool_share("1/8"), Ok(PoolShare::default()));
+        assert_eq!(parse_pool_share("0.25").map(|s| s.buffers(64)), Ok(16));
+        for typo in ["of", "1/0", "8", "0", "1/8th", ""] {
+            let e = parse_pool_share(typo).unwrap_err();
+            assert!(e.contains("expected `off`, a fraction"), "{typo:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn pool_share_reaches_the_command_line_and_a_typo_is_refused() {
+        use clap::Parser;
+        #[derive(Debug, Parser)]
+        struct Cli {
+            #[command(flatten)]
+            runtime: RuntimeArgs,
+        }
+        let cli = Cli::try_parse_from(["ringway", "--pool-share", "off"]).unwrap();
+        assert_eq!(cli.runtime.pool_share, Some(PoolShare::Off));
+        let cli = Cli::try_parse_from(["ringway"]).unwrap();
+        assert_eq!(cli.runtime.pool_share, None, "the runtime's default");
+        let e = Cli::try_parse_from(["ringway", "--pool-share", "none"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--pool-share") && e.contains("expected `off`"),
+            "{e}"
+        );
     }
 }

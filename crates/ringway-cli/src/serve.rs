@@ -198,6 +198,9 @@ pub(crate) fn run(args: ServeArgs) -> io::Result<()> {
     });
     let stats = running.wait(&rt);
     let _ = writeln!(io::stderr(), "ringway serve: stopped: {stats}");
+    if let Some(pool) = crate::pool_report::PoolReport::collect(&rt) {
+        let _ = writeln!(io::stderr(), "ringway serve: receive pool: {pool}");
+    }
     Ok(())
 }
 

@@ -43,11 +43,19 @@ both!(
     multishot_yields_exactly_the_bytes_then_none,
     a_reader_that_falls_behind_cannot_drain_the_pool,
     a_stalled_reader_pins_at_most_its_share_of_the_pool,
+    readers_within_their_share_cannot_starve_the_core_together,
+    without_the_pressure_rule_readers_within_their_share_starve_the_core,
 );
 
 fn runtime(backend: Backend, pool: Option<(u16, usize)>) -> Runtime {
+    runtime_with(backend, pool, true)
+}
+
+fn runtime_with(backend: Backend, pool: Option<(u16, usize)>, pressure_rule: bool) -> Runtime {
     let mut b = Runtime::builder();
-    b.worker_threads(1).backend(backend);
+    b.worker_threads(1)
+        .backend(backend)
+        .pool_pressure(pressure_rule);
     if let Some((count, size)) = pool {
         b.buffer_pool(count, size);
     }
@@ -479,6 +487,255 @@ fn a_stalled_reader_pins_at_most_its_share_of_the_pool(backend: Backend) {
         writer.join().unwrap();
         drop(rx);
         drop(slow);
+        settle(0).await;
+    });
+}
+
+/// Slow readers in the pool-pressure tests: enough that, each a little under its share,
+/// they hold more than the whole pool together.
+const SLOW: usize = 16;
+/// What each slow reader's peer sends before its reader reads: 6 buffers of the test's
+/// pool (64 x 4 KiB, share 8), which its pieces spread over 7 at most: under the share.
+const SLOW_FIRST: usize = 6 * 4096;
+/// What each slow reader's peer sends in all.
+const SLOW_TOTAL: usize = 256 * 1024;
+
+/// FNV-1a, 64 bits: a checksum of a stream's bytes, taken as they come.
+fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// Bytes waiting in socket `fd`'s receive queue (`FIONREAD`), or sent and not yet
+/// acknowledged (`TIOCOUTQ`, a client's).
+fn queued(fd: std::os::fd::RawFd, which: libc::Ioctl) -> usize {
+    let mut n: libc::c_int = 0;
+    // SAFETY: both ioctls write one int; `fd` is a live socket of this test.
+    let r = unsafe { libc::ioctl(fd, which, &mut n) };
+    assert_eq!(r, 0, "ioctl: {}", std::io::Error::last_os_error());
+    n as usize
+}
+
+/// The pool-pressure rule, on: [`SLOW`] connections whose readers do not read, each
+/// under its share (no stop for the share or the backlog while they fill), together
+/// more than the core's pool, beside one that echoes. When a receive finds the pool dry
+/// the driver copies out what waits for those readers and stops their receives
+/// (`pool_pressure_stops`, `pool_reclaimed`); the echo then runs its 50 round trips
+/// while the slow readers still read nothing, and every slow reader later gets all its
+/// bytes, in order (length and checksum).
+fn readers_within_their_share_cannot_starve_the_core_together(backend: Backend) {
+    pool_pressure(backend, true);
+}
+
+/// The same with the rule off: the pool stays dry, the echo's receive stays parked,
+/// and not one byte is echoed while the slow readers do not read (turn after turn,
+/// counted). Once they read, everything goes through as before. This is the test above
+/// failing without the rule.
+fn without_the_pressure_rule_readers_within_their_share_starve_the_core(backend: Backend) {
+    pool_pressure(backend, false);
+}
+
+fn pool_pressure(backend: Backend, rule: bool) {
+    let rt = runtime_with(backend, Some((64, 4096)), rule);
+    rt.block_on(async move {
+        use std::cell::Cell;
+        use std::os::fd::AsRawFd;
+        use std::rc::Rc;
+
+        let pool = pool_stats();
+        assert_eq!((pool.total, pool.share), (64, 8));
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let go = Rc::new(Cell::new(false));
+        let before = driver_stats();
+
+        // The slow connections, one after the other: each peer's first bytes are all
+        // in the pool (or its receive parked on a dry one) before the next connects,
+        // so that no two interleave in a buffer and each stays under its share.
+        let mut peers = Vec::new();
+        let mut readers = Vec::new();
+        for i in 0..SLOW {
+            let data = random_bytes(100 + i as u64, SLOW_TOTAL);
+            let (first_tx, first_rx) = mpsc::channel::<()>();
+            let (rest_tx, rest_rx) = mpsc::channel::<()>();
+            let sent = data.clone();
+            peers.push((
+                rest_tx,
+                std::thread::spawn(move || -> std::io::Result<()> {
+                    let mut peer = std::net::TcpStream::connect(addr)?;
+                    peer.write_all(&sent[..SLOW_FIRST])?;
+                    // Acknowledged: in the server's socket, or already in the pool.
+                    for _ in 0..5000 {
+                        if queued(peer.as_raw_fd(), libc::TIOCOUTQ) == 0 {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    first_tx.send(()).unwrap();
+                    rest_rx.recv().unwrap();
+                    peer.write_all(&sent[SLOW_FIRST..])
+                }),
+            ));
+            let (mut s, _) = listener.accept().await.unwrap();
+            let fd = s.as_raw_fd();
+            let go = go.clone();
+            readers.push(ringway::spawn(async move {
+                let mut rx = s.recv_multishot();
+                let (mut len, mut sum) = (0, FNV_START);
+                // One piece (its receive is armed from here), then nothing until `go`.
+                let first = rx.next().await.unwrap().unwrap();
+                len += first.len();
+                sum = fnv1a(sum, &first);
+                drop(first);
+                while !go.get() {
+                    sleep(Duration::from_millis(5)).await;
+                }
+                while len < SLOW_TOTAL {
+                    let chunk = rx.next().await.unwrap().unwrap();
+                    len += chunk.len();
+                    sum = fnv1a(sum, &chunk);
+                    drop(chunk);
+                    yield_now().await;
+                }
+                (len, sum, fnv1a(FNV_START, &data))
+            }));
+            let starved = driver_stats().pool_starved;
+            let mut written = false;
+            for _ in 0..2000 {
+                written = written || first_rx.try_recv().is_ok();
+                if written
+                    && (queued(fd, libc::FIONREAD) == 0 || driver_stats().pool_starved > starved)
+                {
+                    break;
+                }
+                sleep(Duration::from_millis(2)).await;
+            }
+            assert!(written, "slow peer {i} never wrote its first bytes");
+        }
+        let filled = driver_stats();
+        assert_eq!(
+            (filled.recv_backlogged, filled.recv_share_stops),
+            (before.recv_backlogged, before.recv_share_stops),
+            "every slow reader stayed under its share: {filled:?}"
+        );
+        assert!(
+            filled.pool_starved > before.pool_starved,
+            "together they ran the pool dry (or the test proves nothing): {filled:?}"
+        );
+
+        // The connection that echoes, while the slow readers still read nothing.
+        let echoed = Rc::new(Cell::new(0usize));
+        let rounds = 50;
+        let want = random_bytes(99, rounds * 1024);
+        let echo_client = std::thread::spawn(move || -> Result<(), String> {
+            let mut peer = std::net::TcpStream::connect(addr).map_err(|e| e.to_string())?;
+            // Guards against a hang only (the test's failure without the rule).
+            peer.set_read_timeout(Some(Duration::from_secs(30)))
+                .unwrap();
+            for round in 0..rounds {
+                let msg = &want[round * 1024..(round + 1) * 1024];
+                peer.write_all(msg).map_err(|e| e.to_string())?;
+                let mut back = vec![0u8; msg.len()];
+                peer.read_exact(&mut back)
+                    .map_err(|e| format!("round {round}: {e}"))?;
+                check_same(&back, msg, "the echo")?;
+            }
+            Ok(())
+        });
+        let (mut conn, _) = listener.accept().await.unwrap();
+        let count = echoed.clone();
+        let echo = ringway::spawn(async move {
+            let mut rx = conn.recv_multishot();
+            while count.get() < rounds * 1024 {
+                let chunk = rx.next().await.unwrap().unwrap();
+                count.set(count.get() + chunk.len());
+                let (r, _) = conn.write_all(chunk.to_vec()).await;
+                r.unwrap();
+            }
+        });
+
+        let mut echo = Some((echo, echo_client));
+        if rule {
+            let (echo, echo_client) = echo.take().unwrap();
+            let client = ringway::spawn_blocking(move || echo_client.join().unwrap());
+            let echoing = client.await.expect("echo client");
+            echoing.unwrap_or_else(|e| panic!("the echo stalled beside the slow readers: {e}"));
+            echo.await.unwrap();
+            let relieved = driver_stats();
+            assert!(
+                relieved.pool_pressure_stops - before.pool_pressure_stops >= SLOW as u64 / 2,
+                "the slow readers' receives were stopped and their pieces copied out: \
+                 {relieved:?}"
+            );
+            assert!(relieved.pool_reclaimed > before.pool_reclaimed);
+            assert_eq!(
+                relieved.recv_resumed, before.recv_resumed,
+                "no slow reader resumed: none read"
+            );
+        } else {
+            // The echo's first message finds the pool dry: its receive parks and, with
+            // nobody reading, stays parked: turn after turn, nothing is echoed.
+            let starved = driver_stats().pool_starved;
+            for _ in 0..1000 {
+                if driver_stats().pool_starved > starved {
+                    break;
+                }
+                sleep(Duration::from_millis(2)).await;
+            }
+            assert!(
+                driver_stats().pool_starved > starved,
+                "the echo's receive parked"
+            );
+            let turns = driver_stats().turns;
+            for _ in 0..100 {
+                sleep(Duration::from_millis(1)).await;
+            }
+            assert!(driver_stats().turns >= turns + 100);
+            assert_eq!(
+                echoed.get(),
+                0,
+                "the echo starved while the slow readers hold the pool"
+            );
+            assert_eq!(pool_stats().free, 0, "and the pool stayed dry");
+            assert_eq!(driver_stats().pool_pressure_stops, 0);
+        }
+
+        // Now the slow readers read, slowly, and their peers send the rest.
+        go.set(true);
+        for (rest_tx, _) in &peers {
+            rest_tx.send(()).unwrap();
+        }
+        for (i, reader) in readers.into_iter().enumerate() {
+            let (len, sum, want) = reader.await.unwrap();
+            assert_eq!(
+                (len, sum),
+                (SLOW_TOTAL, want),
+                "slow reader {i}: length, checksum"
+            );
+        }
+        for (i, (_, peer)) in peers.into_iter().enumerate() {
+            peer.join()
+                .unwrap()
+                .unwrap_or_else(|e| panic!("slow peer {i}: {e}"));
+        }
+        if let Some((echo, echo_client)) = echo {
+            echo.await.unwrap();
+            echo_client.join().unwrap().unwrap();
+        }
+        let after = driver_stats();
+        println!(
+            "{backend:?}, pressure rule {}: pressure stops {}, buffers reclaimed {}, \
+             receives parked on a dry pool {}, share stops {}",
+            if rule { "on" } else { "off" },
+            after.pool_pressure_stops - before.pool_pressure_stops,
+            after.pool_reclaimed - before.pool_reclaimed,
+            after.pool_starved - before.pool_starved,
+            after.recv_share_stops - before.recv_share_stops,
+        );
         settle(0).await;
     });
 }

@@ -11,8 +11,10 @@
 //! provided-buffer pool, returned to the kernel's buffer ring when dropped.
 
 mod pool;
+mod share;
 
 pub use pool::{BufferPool, PoolBuf, PoolStats, MAX_POOL_BUF_SIZE, POOL_SHARE_DIVISOR};
+pub use share::PoolShare;
 
 /// A buffer the kernel may read `bytes_init()` bytes from, starting at `stable_ptr()`.
 ///

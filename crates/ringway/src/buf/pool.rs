@@ -34,6 +34,17 @@
 //! [`POOL_SHARE_DIVISOR`]) is stopped by the driver, its unread pieces are copied out
 //! of the pool, and TCP's window holds the rest of that peer's bytes in the socket until
 //! its reader has caught up. [`PoolStats::peak_pinned`] shows what was held at most.
+//! The share is the driver's [`PoolShare`] (`DriverConfig::pool_share`; `Off` for
+//! measuring what it buys).
+//!
+//! # Many connections' shares
+//!
+//! The share bounds one receive, not several together: nine readers that do not read,
+//! each a little under its share, hold the whole default pool. So when a receive finds
+//! the pool dry and no buffer comes back by the next turn, the driver copies out of the
+//! pool every piece waiting in a receive's queue and stops those receives until their
+//! readers catch up, as the share does (the pool-pressure rule, `driver::pressure`;
+//! counted in `DriverStats::pool_pressure_stops` and `pool_reclaimed`).
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -43,6 +54,8 @@ use std::ptr::NonNull;
 use std::rc::Rc;
 
 use io_uring::types::BufRingEntry;
+
+use super::PoolShare;
 
 /// The largest buffer a pool may have: a piece's offset and length are kept in 20 bits
 /// each (see [`PoolBuf`]).
@@ -104,6 +117,10 @@ struct PoolInner {
     /// Set whenever a buffer comes back; the driver clears it when it re-arms starved
     /// receives.
     returned: Cell<bool>,
+    /// [`BufferPool::share`], set from the driver's [`PoolShare`].
+    share: Cell<usize>,
+    /// Whether the driver applies the pool-pressure rule ([`BufferPool::relieves_pressure`]).
+    relieve: Cell<bool>,
     store: Store,
 }
 
@@ -316,13 +333,36 @@ impl BufferPool {
     }
 
     /// How many buffers one multishot receive may pin with pieces its reader has not
-    /// taken before the driver stops it: `count / POOL_SHARE_DIVISOR`. A pool of fewer
-    /// than `POOL_SHARE_DIVISOR` buffers is too small to share out (an eighth of it is
-    /// less than a buffer): there it is `usize::MAX`, and only the driver's bound on
-    /// waiting completions applies. (Where the kernel refuses incremental buffers, the
-    /// pool is more, smaller buffers in the same memory: the share is the same in bytes.)
+    /// taken before the driver stops it: by default `count / POOL_SHARE_DIVISOR` (the
+    /// driver's [`PoolShare`]). A pool of fewer than `POOL_SHARE_DIVISOR` buffers is too
+    /// small to share out (an eighth of it is less than a buffer): there it is
+    /// `usize::MAX`, and only the driver's bound on waiting completions applies, as with
+    /// [`PoolShare::Off`]. (Where the kernel refuses incremental buffers, the pool is
+    /// more, smaller buffers in the same memory: the share is the same in bytes.)
     pub fn share(&self) -> usize {
         self.inner.share()
+    }
+
+    /// Sets what one receive may pin ([`share`](Self::share)) and whether the driver
+    /// relieves a dry pool ([`relieves_pressure`](Self::relieves_pressure)).
+    pub(crate) fn set_policy(&self, share: PoolShare, relieve: bool) {
+        self.inner.share.set(share.buffers(self.inner.count));
+        self.inner.relieve.set(relieve);
+    }
+
+    /// Whether the driver applies the pool-pressure rule (on unless the driver's
+    /// configuration turned it off, `DriverConfig::pool_pressure`): when a receive finds
+    /// the pool dry, the pieces waiting in every receive's queue are copied out and those
+    /// receives stopped until their readers catch up (`driver::pressure`).
+    pub fn relieves_pressure(&self) -> bool {
+        self.inner.relieve.get()
+    }
+
+    /// Pieces cut since the pool was made ([`PoolStats::pieces`]), without the rest of
+    /// the stats.
+    #[inline]
+    pub(crate) fn pieces_cut(&self) -> u64 {
+        self.inner.pieces.get()
     }
 
     /// Current counts.
@@ -447,6 +487,11 @@ impl BufferPool {
         self.inner.returned.replace(false)
     }
 
+    /// Whether a buffer came back since the mark was last cleared (the mark stays).
+    pub(crate) fn has_returned(&self) -> bool {
+        self.inner.returned.get()
+    }
+
     /// Sets the mark again (starved receives are left that the driver will re-arm on a
     /// later turn).
     pub(crate) fn mark_returned(&self) {
@@ -491,6 +536,8 @@ impl PoolInner {
             in_use: Cell::new(0),
             pieces: Cell::new(0),
             returned: Cell::new(false),
+            share: Cell::new(PoolShare::default().buffers(count)),
+            relieve: Cell::new(true),
             store,
         }
     }
@@ -498,10 +545,7 @@ impl PoolInner {
     /// See [`BufferPool::share`].
     #[inline]
     fn share(&self) -> usize {
-        match self.count as usize / POOL_SHARE_DIVISOR {
-            0 => usize::MAX,
-            n => n,
-        }
+        self.share.get()
     }
 
     #[inline]

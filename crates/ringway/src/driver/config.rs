@@ -5,6 +5,8 @@ use std::fmt;
 use std::io;
 use std::time::Duration;
 
+use crate::buf::PoolShare;
+
 /// Which backend to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Backend {
@@ -61,6 +63,18 @@ pub struct DriverConfig {
     /// [`BackendInfo::fallbacks`]). `false` makes every receive take a whole buffer
     /// (io_uring only; for measuring the difference).
     pub pool_incremental: bool,
+    /// What one multishot receive may pin of the pool with pieces its reader has not
+    /// taken before it is stopped (an eighth by default; see
+    /// [`BufferPool::share`](crate::buf::BufferPool::share)). [`PoolShare::Off`] leaves
+    /// only the bound on waiting completions, to measure what the share buys.
+    pub pool_share: PoolShare,
+    /// The pool-pressure rule (on by default): when a receive finds the pool dry, the
+    /// pieces waiting for readers are copied out of the pool and their receives stopped
+    /// until those readers catch up, so that connections whose readers do not read,
+    /// each within its share, cannot together starve the others (see
+    /// [`DriverStats::pool_pressure_stops`](crate::driver::DriverStats::pool_pressure_stops)).
+    /// `false` is for showing what it prevents.
+    pub pool_pressure: bool,
     /// Use a kernel submission thread polling the ring, idling after this long. Burns a
     /// core; off by default.
     pub sqpoll_idle: Option<Duration>,
@@ -81,6 +95,8 @@ impl Default for DriverConfig {
             pool_buffers: 64,
             pool_buf_size: 64 * 1024,
             pool_incremental: true,
+            pool_share: PoolShare::default(),
+            pool_pressure: true,
             sqpoll_idle: None,
             send_zc_min: None,
         }

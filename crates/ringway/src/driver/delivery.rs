@@ -278,7 +278,7 @@ pub(crate) fn falls_behind<'a>(
 /// has caught up: half of them (at most `BACKLOG / 2`), so that a stop is followed by a
 /// run of receives, not by one.
 #[inline]
-fn resume_point(waiting: usize) -> u16 {
+pub(crate) fn resume_point(waiting: usize) -> u16 {
     (waiting / 2).min(BACKLOG / 2) as u16
 }
 

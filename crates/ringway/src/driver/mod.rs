@@ -37,6 +37,7 @@ mod epoll;
 mod first_inline;
 mod held;
 pub mod op;
+mod pressure;
 pub mod probe;
 mod slot;
 mod starved;
@@ -109,6 +110,7 @@ impl Driver {
         if cfg.backend != Backend::Epoll {
             match probe::build_uring(cfg, &waker, &mut fallbacks) {
                 Ok((ring, pool, flags)) => {
+                    pool.set_policy(cfg.pool_share, cfg.pool_pressure);
                     let info = BackendInfo {
                         kind: Backend::Uring,
                         flags,
@@ -137,6 +139,7 @@ impl Driver {
             }
         }
         let pool = BufferPool::new_list(cfg.pool_buffers, cfg.pool_buf_size)?;
+        pool.set_policy(cfg.pool_share, cfg.pool_pressure);
         let ep = epoll::Epoll::new(&waker)?;
         let info = BackendInfo {
             kind: Backend::Epoll,

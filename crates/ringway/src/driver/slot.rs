@@ -14,7 +14,7 @@
 //!             └──────────────────┴─ (Token) delivered ───────────────────┘ completion
 //!
 //!  Flight:  Running ──ENOBUFS──> Starved ──buffer back──> Running
-//!           Running ──consumer behind──> Stopping (io_uring) ──end──> Stopped
+//!           Running ──consumer behind (or a dry pool)──> Stopping (io_uring) ──end──> Stopped
 //!           Stopped ──consumer caught up──> Running
 //!           any ──cancel──> Cancelling ──final completion──> Done
 //!           Running ──final completion──> Done
@@ -58,8 +58,9 @@ pub(crate) enum Owner {
         armed: bool,
         shared: Option<QueueWatch>,
         /// The consumer is too far behind ([`BACKLOG`] completions, or pieces that pin
-        /// the receive's share of the pool: see `delivery::falls_behind`): the backend
-        /// receives no more until it has caught up (down to [`Slot::resume_at`]).
+        /// the receive's share of the pool: see `delivery::falls_behind`; or pieces
+        /// waiting when the pool ran dry: `driver::pressure`): the backend receives no
+        /// more until it has caught up (down to [`Slot::resume_at`]).
         backlogged: bool,
     },
     /// Nobody awaits any more (the future was dropped, or the op was submitted

@@ -6,17 +6,22 @@
 //! here, oldest first, and re-armed when buffers come back: only as many at a time as
 //! there are free buffers, because re-arming every parked receive for one returned
 //! buffer would send all but one straight back to `ENOBUFS`. The rest wait for the next
-//! turn, which the re-armed ones' completions bring.
+//! turn, which the re-armed ones' completions bring. If no buffer came back by the next
+//! turn, the pool-pressure rule takes back what waits for readers (`driver::pressure`).
 
 use std::collections::VecDeque;
 
 use super::completion::OpId;
+use super::delivery::Delivery;
+use super::pressure;
 use crate::buf::BufferPool;
 
 /// Parked receives, oldest first.
 #[derive(Default)]
 pub(crate) struct Starved {
     parked: VecDeque<OpId>,
+    /// The pool's count of pieces at the pool-pressure rule's last sweep.
+    swept_at: u64,
 }
 
 impl Starved {
@@ -24,6 +29,14 @@ impl Starved {
     #[inline]
     pub(super) fn any(&self) -> bool {
         !self.parked.is_empty()
+    }
+
+    /// While receives are parked and no buffer came back, applies the pool-pressure rule
+    /// (`driver::pressure::relieve`): the receives it stops are in `d.backlogged`.
+    /// Call before [`take_rearmable`](Self::take_rearmable), which then sees the buffers
+    /// it gave back.
+    pub(super) fn relieve(&mut self, d: &mut Delivery<'_>) -> bool {
+        !self.parked.is_empty() && pressure::relieve(d, &mut self.swept_at)
     }
 
     /// Parks `id` until a buffer comes back.

@@ -32,6 +32,16 @@ pub struct DriverStats {
     pub recv_share_stops: u64,
     /// Stopped receives started again because their consumer caught up.
     pub recv_resumed: u64,
+    /// Multishot receives stopped by the pool-pressure rule: a receive found the pool
+    /// dry (parked on `ENOBUFS`), so the pieces waiting for each receive's reader were
+    /// copied out of the pool and those receives stopped until their readers catch up
+    /// (resumed as after any stop, counted in `recv_resumed`). Connections that each stay
+    /// within their share can together hold the whole pool; this is what keeps the
+    /// others served. Not counted in `recv_backlogged`.
+    pub pool_pressure_stops: u64,
+    /// Pool buffers given back to the ring (or the epoll free list) by the copies of the
+    /// pool-pressure rule: what the receives parked on the dry pool got to go on with.
+    pub pool_reclaimed: u64,
     /// io_uring: extra submits because the submission queue was full.
     pub sq_full_flushes: u64,
     /// io_uring: extra enters to flush completions the kernel kept after a CQ overflow.

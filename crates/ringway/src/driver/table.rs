@@ -143,6 +143,21 @@ impl OpTable {
         self.live -= 1;
     }
 
+    /// Every live operation, with its id (the pool-pressure rule's sweep: cold).
+    pub(crate) fn live_mut(&mut self) -> impl Iterator<Item = (OpId, &mut Slot)> {
+        self.slots
+            .iter_mut()
+            .enumerate()
+            .filter(|(_, s)| s.is_live())
+            .map(|(i, s)| {
+                let id = OpId {
+                    index: i as u32,
+                    gen: s.gen,
+                };
+                (id, s)
+            })
+    }
+
     /// Ids of every live operation (used at shutdown).
     pub(crate) fn live_ids(&self) -> Vec<OpId> {
         self.slots

@@ -103,6 +103,22 @@ impl Builder {
         self
     }
 
+    /// What one multishot receive may pin of its core's pool before it is stopped (an
+    /// eighth by default). See
+    /// [`DriverConfig::pool_share`](crate::driver::DriverConfig::pool_share).
+    pub fn pool_share(&mut self, share: crate::buf::PoolShare) -> &mut Self {
+        self.driver.pool_share = share;
+        self
+    }
+
+    /// Whether a dry pool is relieved by copying out what waits for readers (on by
+    /// default). See
+    /// [`DriverConfig::pool_pressure`](crate::driver::DriverConfig::pool_pressure).
+    pub fn pool_pressure(&mut self, on: bool) -> &mut Self {
+        self.driver.pool_pressure = on;
+        self
+    }
+
     /// Enables SQPOLL with the given idle time. It burns a CPU while busy.
     pub fn sqpoll(&mut self, idle: Duration) -> &mut Self {
         self.driver.sqpoll_idle = Some(idle);

@@ -42,8 +42,13 @@ fn app_arg(app: App) -> &'static str {
 const BIND: &str = "--bind 127.0.0.1:{port}";
 
 fn ringway(ctx: &LaunchCtx, service: Service, backend: &str) -> Launch {
+    ringway_with(ctx, service, backend, "")
+}
+
+/// `ringway` with more runtime options (`extra`), for a variant of the same server.
+fn ringway_with(ctx: &LaunchCtx, service: Service, backend: &str, extra: &str) -> Launch {
     let common = format!(
-        "--threads {} --backend {backend} {BIND}",
+        "--threads {} --backend {backend} {extra} {BIND}",
         ctx.server_threads
     );
     let args = match service {
@@ -117,6 +122,14 @@ fn ringway_and_hyper() -> Vec<PeerSpec> {
             deviations: &[],
             default: true,
             launch: |ctx, s| ringway(ctx, s, "uring"),
+        },
+        PeerSpec {
+            name: "ringway-uring-noshare",
+            about: "ringway-uring without the pool share (--pool-share off): what one connection's share of the receive pool buys (S13 mix-upload)",
+            http: HttpWork::Parses,
+            deviations: &[],
+            default: false,
+            launch: |ctx, s| ringway_with(ctx, s, "uring", "--pool-share off"),
         },
         PeerSpec {
             name: "ringway-epoll",
@@ -523,6 +536,22 @@ mod tests {
             panic!()
         };
         assert!(spec.command(1).join(" ").contains("--static /tmp/w/static"));
+        let noshare = all
+            .iter()
+            .find(|p| p.name == "ringway-uring-noshare")
+            .unwrap();
+        assert!(
+            !noshare.default,
+            "a measurement of the share, not a peer of every run"
+        );
+        let Launch::Run(spec) = (noshare.launch)(&c, Service::Http(App::Hello)) else {
+            panic!()
+        };
+        let line = spec.command(4242).join(" ");
+        assert!(
+            line.ends_with("--backend uring --pool-share off --bind 127.0.0.1:4242"),
+            "{line}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -441,19 +441,19 @@ impl Epoll {
         removed
     }
 
-    pub(crate) fn turn(
-        &mut self,
-        d: &mut Delivery<'_>,
-        timeout: Option<Duration>,
-    ) -> io::Result<()> {
-        let mut timeout = timeout;
+    /// Re-arms the receives parked on an empty pool for which buffers came back; if none
+    /// did, the pool-pressure rule first takes back what waits for readers (the receives
+    /// it stops are not tried again until their readers catch up: `run_queue`).
+    #[cold]
+    fn rearm_starved(&mut self, d: &mut Delivery<'_>, timeout: &mut Option<Duration>) {
+        self.starved.relieve(d);
         let mut rearm = std::mem::take(&mut self.rearm);
         self.starved.take_rearmable(d.pool, &mut rearm);
         if !rearm.is_empty() {
             // The receives that get a buffer wake their tasks, after the executor chose
             // to sleep: do not block in this wait, or those tasks (and the buffers they
             // would return) sit in the run queue until an unrelated event comes.
-            timeout = Some(Duration::ZERO);
+            *timeout = Some(Duration::ZERO);
         }
         for id in rearm.drain(..) {
             let Some(slot) = d.table.get_mut(id) else {
@@ -467,6 +467,17 @@ impl Epoll {
             }
         }
         self.rearm = rearm;
+    }
+
+    pub(crate) fn turn(
+        &mut self,
+        d: &mut Delivery<'_>,
+        timeout: Option<Duration>,
+    ) -> io::Result<()> {
+        let mut timeout = timeout;
+        if self.starved.any() {
+            self.rearm_starved(d, &mut timeout);
+        }
         if !d.deferred.is_empty() {
             timeout = Some(Duration::ZERO);
         }

@@ -440,9 +440,12 @@ impl Uring {
         Ok(())
     }
 
-    /// Re-arms the receives parked on an empty pool for which buffers came back.
+    /// Re-arms the receives parked on an empty pool for which buffers came back; if none
+    /// did, the pool-pressure rule first takes back what waits for readers (and the
+    /// receives it stops are stopped here, before this turn's enter).
     #[cold]
     fn rearm_starved(&mut self, d: &mut Delivery<'_>) {
+        let relieved = self.records.starved.relieve(d);
         let mut rearm = std::mem::take(&mut self.rearm);
         self.records.starved.take_rearmable(d.pool, &mut rearm);
         for id in rearm.drain(..) {
@@ -458,10 +461,14 @@ impl Uring {
             self.restart(d, id);
         }
         self.rearm = rearm;
+        if relieved {
+            self.stop_backlogged(d);
+        }
     }
 
-    /// Stops the receives whose consumers fell `BACKLOG` completions behind: an
-    /// `ASYNC_CANCEL` each; their end CQE parks them (see `dispatch`).
+    /// Stops the receives whose consumers fell behind (`BACKLOG` completions, the share,
+    /// or the pool-pressure rule): an `ASYNC_CANCEL` each; their end CQE parks them (see
+    /// `dispatch`).
     fn stop_backlogged(&mut self, d: &mut Delivery<'_>) {
         for i in 0..d.backlogged.len() {
             let id = d.backlogged[i];
@@ -471,6 +478,13 @@ impl Uring {
                 continue;
             };
             if slot.backlogged() && slot.flight == Flight::Running {
+                if let Some(at) = self.records.unsubmitted.iter().position(|u| *u == id) {
+                    // Started again since the last enter (the pool-pressure rule stops
+                    // receives at the start of a turn): the kernel never had it.
+                    self.records.unsubmitted.remove(at);
+                    slot.flight = Flight::Stopped;
+                    continue;
+                }
                 slot.flight = Flight::Stopping;
                 let sqe = opcode::AsyncCancel::new(id.to_user_data())
                     .build()
