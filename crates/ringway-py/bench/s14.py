@@ -107,10 +107,10 @@ def run_echo(port, conns, size, warmup, duration, on_measuring):
     return result["messages"], result["duration_s"], None
 
 
-def run_http(port, conns, warmup, duration, on_measuring):
+def run_http(port, conns, warmup, duration, on_measuring, path="/"):
     cmd = ["taskset", "-c", "1", os.path.join(BIN, "ringway"), "load", "-c", str(conns),
            "-d", f"{duration}s", "--warmup", f"{warmup}s", "--json",
-           f"http://127.0.0.1:{port}/"]
+           f"http://127.0.0.1:{port}{path}"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     # ringway load prints nothing until the end: the window starts after the warm-up.
     time.sleep(warmup)
