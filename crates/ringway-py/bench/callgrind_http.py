@@ -1,14 +1,17 @@
 """Instructions per request of an S15 server (uvicorn or aiohttp serving the suite's ASGI
 app, ``crates/ringway-bench/python/serve.py``) on a chosen loop, under callgrind: the
 count that the shared machine's load does not move. The server runs under callgrind
-pinned to CPU 0, ``ringway load`` (closed loop) on CPU 1; counters are zeroed after the
+pinned to CPU 0, ``ringway load`` on CPU 1 (an open loop at ``--rate``, the same for
+every loop: a closed loop under callgrind runs as fast as callgrind lets each loop,
+which spreads costs per unit of time differently); counters are zeroed after the
 warm-up and dumped after the measured window. Prints the total per request and its
 split by object file (the interpreter, ringway's or uvloop's native module, httptools,
 libc, ...), and with ``--syscalls`` the server's syscalls per request in a separate run
 outside callgrind (``perf stat -e raw_syscalls:sys_enter``, with the main ones by name).
 
     python bench/callgrind_http.py [--server uvicorn] [--loops ringway,uvloop]
-                                   [--path /plaintext] [--conns 50] [--seconds 4]
+                                   [--path /plaintext] [--conns 50] [--rate 150]
+                                   [--seconds 4]
                                    [--syscalls] [--keep DIR]
 
 Run it with the Python that has ringway, uvloop, uvicorn, httptools and aiohttp;
@@ -116,7 +119,7 @@ def callgrind(server, loop, args):
 
     try:
         reqs, _, _ = s14.run_http(port, args.conns, args.warmup, args.seconds, zero,
-                                  path=args.path)
+                                  path=args.path, timeout="60s", rate=args.rate)
         subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True,
                        capture_output=True)
     finally:
@@ -143,7 +146,7 @@ def syscalls(server, loop, args):
 
     try:
         reqs, _, _ = s14.run_http(port, args.conns, args.warmup, args.seconds,
-                                  on_measuring, path=args.path)
+                                  on_measuring, path=args.path, rate=args.rate)
         perf["p"].send_signal(signal.SIGINT)
         perf["p"].wait(10)
     finally:
@@ -165,6 +168,10 @@ def main():
     ap.add_argument("--conns", type=int, default=50)
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--warmup", type=float, default=2.0)
+    ap.add_argument("--rate", type=int, default=150,
+                    help="open loop at this many requests/s (0: closed loop); the same "
+                         "rate for every loop, so costs per unit of time (uvicorn's "
+                         "0.1 s tick) weigh the same per request")
     ap.add_argument("--syscalls", action="store_true")
     ap.add_argument("--keep", help="keep the dumps in this directory")
     args = ap.parse_args()

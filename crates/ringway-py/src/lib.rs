@@ -14,6 +14,7 @@
 //! - sans-IO parts with their own tests: [`timer_heap`], [`write_queue`], [`sources`].
 
 pub mod clock;
+mod create_task;
 pub mod gil_cell;
 pub mod handle;
 pub mod io_driver;

@@ -672,6 +672,27 @@ impl LoopCore {
         Self::schedule_timer(slf, when, callback, args, context, "call_at")
     }
 
+    /// Wraps `coro` in a task (asyncio's `create_task`; its common case without a
+    /// Python frame, see `create_task.rs`).
+    #[pyo3(signature = (coro, **kwargs))]
+    fn create_task<'py>(
+        slf: &Bound<'py, Self>,
+        coro: &Bound<'py, PyAny>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (closed, debug) = {
+            let st = slf.get().state.borrow(slf.py());
+            (st.closed, st.debug)
+        };
+        crate::create_task::create_task(slf.as_any(), closed, debug, coro, kwargs)
+    }
+
+    /// True in debug mode (asyncio's `get_debug`, which `Task` and `Future` ask at
+    /// every construction).
+    fn get_debug(&self, py: Python<'_>) -> bool {
+        self.state.borrow(py).debug
+    }
+
     /// The loop's clock (`time.monotonic()`'s).
     fn time(&self) -> f64 {
         clock::monotonic()
