@@ -49,7 +49,7 @@ def start(server, loop, prefix=()):
     cmd = ["taskset", "-c", "0", *prefix, sys.executable, SERVE, "--server", server,
            "--loop", loop, "--port", str(port)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()

@@ -14,7 +14,6 @@
 //! - sans-IO parts with their own tests: [`timer_heap`], [`write_queue`], [`sources`].
 
 pub mod clock;
-mod create_task;
 pub mod gil_cell;
 pub mod handle;
 pub mod io_driver;
@@ -25,6 +24,7 @@ mod protocol_context;
 mod socket_setup;
 pub mod sources;
 pub mod stream;
+mod tasks;
 pub mod timer_heap;
 pub mod write_queue;
 

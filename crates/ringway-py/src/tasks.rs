@@ -1,4 +1,5 @@
-//! `loop.create_task(coro)` without a Python frame in its common case.
+//! `loop.create_task(coro)` and `loop.create_future()` without a Python frame (the
+//! former in its common case).
 //!
 //! asyncio's `BaseEventLoop.create_task` is Python: a frame for it, one for
 //! `_check_closed`, and `tasks.Task(...)` then calls back into `loop.get_debug()` (a
@@ -9,7 +10,8 @@
 //! from 3.11 to 3.14 does the same way: `tasks.Task(coro, loop=loop, name=name,
 //! context=context)`. Everything else (a closed loop's error, debug mode's traceback
 //! trimming, a task factory, 3.14's `eager_start`) goes to the stdlib's own method, so
-//! each Python keeps its own behaviour there.
+//! each Python keeps its own behaviour there. `create_future` is
+//! `futures.Future(loop=loop)` on every version (aiohttp makes one per request).
 
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -25,6 +27,25 @@ fn tasks_module(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
             Ok::<_, PyErr>(py.import("asyncio.tasks")?.into_any().unbind())
         })
         .map(|m| m.bind(py))
+}
+
+/// `asyncio.futures`, imported once; `Future` is read from it at each call.
+fn futures_module(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static FUTURES: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    FUTURES
+        .get_or_try_init(py, || {
+            Ok::<_, PyErr>(py.import("asyncio.futures")?.into_any().unbind())
+        })
+        .map(|m| m.bind(py))
+}
+
+/// `loop.create_future()`: `futures.Future(loop=loop)`, as asyncio's.
+pub(crate) fn create_future<'py>(loop_: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let py = loop_.py();
+    let future = futures_module(py)?.getattr(intern!(py, "Future"))?;
+    let kw = PyDict::new(py);
+    kw.set_item(intern!(py, "loop"), loop_)?;
+    future.call((), Some(&kw))
 }
 
 /// `asyncio.base_events.BaseEventLoop.create_task`, the stdlib's own method.
