@@ -177,6 +177,9 @@ def main():
     args = ap.parse_args()
     for loop in [l for l in args.loops.split(",") if l]:
         reqs, total, split, dump = callgrind(args.server, loop, args)
+        if not reqs:
+            print(f"{args.server} on {loop}: no request completed in the window")
+            continue
         print(f"{args.server} {args.path} on {loop}: {total / reqs:.0f} instructions per "
               f"request ({reqs} requests; {dump})")
         for name, n in split.most_common(12):
