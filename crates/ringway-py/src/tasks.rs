@@ -63,13 +63,21 @@ fn stdlib_create_task(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
         .map(|m| m.bind(py))
 }
 
-/// The keywords the common case passes on, if `kwargs` has no others: `(name,
-/// context)`, each `None` when absent or `None`.
+/// `create_task`'s keywords in its common case: each `None` when absent or `None`.
+struct CommonKeywords<'py> {
+    name: Option<Bound<'py, PyAny>>,
+    context: Option<Bound<'py, PyAny>>,
+}
+
+/// The keywords the common case passes on, if `kwargs` has no others.
 fn common_keywords<'py>(
     kwargs: Option<&Bound<'py, PyDict>>,
-) -> PyResult<Option<(Option<Bound<'py, PyAny>>, Option<Bound<'py, PyAny>>)>> {
+) -> PyResult<Option<CommonKeywords<'py>>> {
     let Some(kwargs) = kwargs else {
-        return Ok(Some((None, None)));
+        return Ok(Some(CommonKeywords {
+            name: None,
+            context: None,
+        }));
     };
     let py = kwargs.py();
     let (mut name, mut context, mut known) = (None, None, 0);
@@ -81,7 +89,7 @@ fn common_keywords<'py>(
         known += 1;
         context = Some(v).filter(|v| !v.is_none());
     }
-    Ok((known == kwargs.len()).then_some((name, context)))
+    Ok((known == kwargs.len()).then_some(CommonKeywords { name, context }))
 }
 
 /// `loop.create_task(coro, **kwargs)` for `loop`, whose state says whether it is
@@ -100,7 +108,7 @@ pub(crate) fn create_task<'py>(
             .getattr(intern!(py, "_task_factory"))
             .is_ok_and(|f| f.is_none());
     if plain {
-        if let Some((name, context)) = common_keywords(kwargs)? {
+        if let Some(CommonKeywords { name, context }) = common_keywords(kwargs)? {
             let task = tasks_module(py)?.getattr(intern!(py, "Task"))?;
             let kw = PyDict::new(py);
             kw.set_item(intern!(py, "loop"), loop_)?;
