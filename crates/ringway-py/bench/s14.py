@@ -107,10 +107,12 @@ def run_echo(port, conns, size, warmup, duration, on_measuring):
     return result["messages"], result["duration_s"], None
 
 
-def run_http(port, conns, warmup, duration, on_measuring):
+def run_http(port, conns, warmup, duration, on_measuring, path="/", timeout=None, rate=None):
     cmd = ["taskset", "-c", "1", os.path.join(BIN, "ringway"), "load", "-c", str(conns),
            "-d", f"{duration}s", "--warmup", f"{warmup}s", "--json",
-           f"http://127.0.0.1:{port}/"]
+           *(["--timeout", timeout] if timeout else []),
+           *(["-R", str(rate)] if rate else []),
+           f"http://127.0.0.1:{port}{path}"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     # ringway load prints nothing until the end: the window starts after the warm-up.
     time.sleep(warmup)
@@ -121,7 +123,7 @@ def run_http(port, conns, warmup, duration, on_measuring):
     r = json.loads(out)
     errors = sum(r["errors"].values())
     if errors:
-        raise RuntimeError(f"ringway load: {errors} errors")
+        raise RuntimeError(f"ringway load: {errors} errors: {r['errors']}")
     return r["requests"], r["duration_s"], r["latency_us"]
 
 

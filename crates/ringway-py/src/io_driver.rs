@@ -104,6 +104,47 @@ pub struct IoStats {
     pub pool_total: usize,
 }
 
+/// Buffers in the loop's receive pool: see [`POOL_BUF_SIZE`].
+pub const POOL_BUFFERS: u16 = 4;
+
+/// The size of each buffer of the loop's receive pool: four of 256 KiB (1 MiB), where
+/// the runtime's default is 64 of 64 KiB (4 MiB).
+///
+/// Why: the loop copies every piece out of the pool in the turn it arrives (into the
+/// `bytes` object `data_received` gets, or the protocol's own buffer), so a piece pins
+/// its buffer for one turn only and a small pool suffices; and a provided-buffer ring
+/// hands its buffers out in ring order, so the kernel writes each message into memory
+/// last touched a whole pool ago. At 4 MiB that memory has left the core's 2 MiB L2
+/// cache: on S14's 100 KiB echo (10 connections) the kernel's receive copy, the copy
+/// out to `bytes` and the send copy that follows each cost 1.3-1.7× uvloop's (which
+/// reads into one 256 KiB buffer that stays hot). At 1 MiB they are within 1.1× of it.
+/// Smaller pools starve: 512 KiB (4 × 128 KiB or 2 × 256 KiB) made 0.5-0.6 re-armed
+/// receives per message at that load (`bench/counts.py`), 1 MiB 0.1.
+///
+/// `RINGWAY_PY_POOL=COUNTxSIZE` (e.g. `64x65536`, the runtime's default) overrides it,
+/// for measuring.
+pub const POOL_BUF_SIZE: usize = 256 * 1024;
+
+/// `COUNTxSIZE` (a power of two, and bytes) from `RINGWAY_PY_POOL`.
+fn parse_pool_shape(v: &str) -> io::Result<(u16, usize)> {
+    let bad = || {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "RINGWAY_PY_POOL={v:?}: expected COUNTxSIZE, a power-of-two count of \
+                 buffers and their size in bytes (e.g. 4x262144)"
+            ),
+        )
+    };
+    let (n, size) = v.split_once('x').ok_or_else(bad)?;
+    let n: u16 = n.trim().parse().map_err(|_| bad())?;
+    let size: usize = size.trim().parse().map_err(|_| bad())?;
+    if !n.is_power_of_two() || size == 0 {
+        return Err(bad());
+    }
+    Ok((n, size))
+}
+
 /// The loop's driver.
 pub struct IoDriver {
     driver: Driver,
@@ -129,8 +170,14 @@ impl IoDriver {
             Some(b) => b.parse::<Backend>()?,
             None => Backend::from_env()?.unwrap_or_default(),
         };
+        let (pool_buffers, pool_buf_size) = match std::env::var("RINGWAY_PY_POOL") {
+            Ok(v) => parse_pool_shape(&v)?,
+            Err(_) => (POOL_BUFFERS, POOL_BUF_SIZE),
+        };
         let cfg = DriverConfig {
             backend,
+            pool_buffers,
+            pool_buf_size,
             ..DriverConfig::default()
         };
         Ok(IoDriver {
@@ -252,5 +299,20 @@ impl IoDriver {
     pub fn shutdown(&mut self) {
         self.driver.shutdown(Duration::from_secs(1));
         self.events.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_pool_shape;
+
+    #[test]
+    fn pool_shape_is_count_x_size() {
+        assert_eq!(parse_pool_shape("64x65536").unwrap(), (64, 65536));
+        assert_eq!(parse_pool_shape("4x262144").unwrap(), (4, 262_144));
+        for bad in ["", "64", "x65536", "3x4096", "64x0", "64xbig", "0x4096"] {
+            let e = parse_pool_shape(bad).unwrap_err();
+            assert!(e.to_string().contains("expected COUNTxSIZE"), "{bad}: {e}");
+        }
     }
 }

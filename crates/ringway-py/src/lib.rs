@@ -24,6 +24,7 @@ mod protocol_context;
 mod socket_setup;
 pub mod sources;
 pub mod stream;
+mod tasks;
 pub mod timer_heap;
 pub mod write_queue;
 

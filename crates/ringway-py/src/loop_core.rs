@@ -672,6 +672,39 @@ impl LoopCore {
         Self::schedule_timer(slf, when, callback, args, context, "call_at")
     }
 
+    /// Wraps `coro` in a task (asyncio's `create_task`; its common case without a
+    /// Python frame, see `tasks.rs`).
+    #[pyo3(signature = (coro, **kwargs))]
+    fn create_task<'py>(
+        slf: &Bound<'py, Self>,
+        coro: &Bound<'py, PyAny>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (closed, debug) = {
+            let st = slf.get().state.borrow(slf.py());
+            (st.closed, st.debug)
+        };
+        crate::tasks::create_task(slf.as_any(), closed, debug, coro, kwargs)
+    }
+
+    /// A future attached to the loop (asyncio's `create_future`, natively).
+    fn create_future<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        crate::tasks::create_future(slf.as_any())
+    }
+
+    /// True while `run_forever` runs (asyncio's: its `_thread_id` is set).
+    fn is_running(slf: &Bound<'_, Self>) -> PyResult<bool> {
+        Ok(!slf
+            .getattr(pyo3::intern!(slf.py(), "_thread_id"))?
+            .is_none())
+    }
+
+    /// True in debug mode (asyncio's `get_debug`, which `Task` and `Future` ask at
+    /// every construction).
+    fn get_debug(&self, py: Python<'_>) -> bool {
+        self.state.borrow(py).debug
+    }
+
     /// The loop's clock (`time.monotonic()`'s).
     fn time(&self) -> f64 {
         clock::monotonic()

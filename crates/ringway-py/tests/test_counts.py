@@ -66,3 +66,49 @@ def test_two_writes_per_response_leave_as_one_send(loop):
         await server.wait_closed()
 
     run(loop, main())
+
+
+def test_a_message_that_fits_a_pool_buffer_arrives_in_one_receive(loop):
+    """100 KB waiting whole in the socket when reading starts is one receive completion
+    and one data_received: the loop's pool buffers are 256 KiB (the runtime's 64 KiB
+    ones made it two completions; see the README's "Large messages")."""
+    import os
+
+    total = 100 * 1024
+    payload = os.urandom(total)
+
+    class Sink(asyncio.Protocol):
+        def __init__(self):
+            self.chunks = []
+            self.done = loop.create_future()
+
+        def data_received(self, data):
+            self.chunks.append(data)
+            if sum(map(len, self.chunks)) == total:
+                self.done.set_result(None)
+
+    async def main():
+        lsock = socket.socket()
+        lsock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        lsock.bind(("127.0.0.1", 0))
+        lsock.listen()
+        client = socket.create_connection(lsock.getsockname())
+        conn, _ = lsock.accept()
+        lsock.close()
+        client.sendall(payload)  # all of it waits in the socket before reading starts
+        before = loop._ringway_stats()
+        tr, proto = await loop.connect_accepted_socket(Sink, conn)
+        await proto.done
+        after = loop._ringway_stats()
+        tr.close()
+        client.close()
+        assert b"".join(proto.chunks) == payload
+        completions = after["completions"] - before["completions"]
+        print(f"{loop.backend}: {completions} completions, {len(proto.chunks)} "
+              f"data_received calls for {total} bytes")
+        assert len(proto.chunks) == 1, [len(c) for c in proto.chunks]
+        if loop.backend == "uring":
+            # The multishot receive's one completion with data; nothing else ran.
+            assert completions == 1, completions
+
+    run(loop, main())

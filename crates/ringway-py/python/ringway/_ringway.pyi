@@ -2,8 +2,9 @@
 ``crates/ringway-py/src``). Internal: the public API is ``ringway``'s ``run``,
 ``new_event_loop``, ``Loop``, ``Handle`` and ``TimerHandle``."""
 
+import asyncio
 import contextvars
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, final
 
 class Handle:
@@ -64,6 +65,13 @@ class LoopCore:
         self, when: float, callback: Callable[..., object], *args: Any,
         context: contextvars.Context | None = None,
     ) -> TimerHandle: ...
+    def create_task(
+        self, coro: Coroutine[Any, Any, Any], *, name: str | None = None,
+        context: contextvars.Context | None = None, **kwargs: Any,
+    ) -> asyncio.Task[Any]: ...
+    def create_future(self) -> asyncio.Future[Any]: ...
+    def is_running(self) -> bool: ...
+    def get_debug(self) -> bool: ...
     def time(self) -> float: ...
     def _run_once(self) -> None: ...
     @property
