@@ -6,28 +6,9 @@
 //! On this machine a build beside the suite flipped three verdicts between two default
 //! runs (S7 16 KiB, S9 50%, S10 x1); the rule is what keeps such runs from ranking.
 
-use std::path::PathBuf;
+mod common;
+use common::ringway_binary;
 use std::process::{Child, Command, Stdio};
-
-/// Directory of this profile's binaries (the test runs from `target/<profile>/deps`).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().to_path_buf()
-}
-
-fn ringway_binary() -> PathBuf {
-    let dir = profile_dir();
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["build", "--quiet", "-p", "ringway-cli", "--bin", "ringway"]);
-    if dir.file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
-    }
-    assert!(
-        cmd.status().unwrap().success(),
-        "cargo build -p ringway-cli failed"
-    );
-    dir.join("ringway")
-}
 
 /// A process spinning on one CPU, stopped (by its pid) when dropped.
 struct Hog(Child);

@@ -13,8 +13,9 @@
 //! many connections a loop turn finds. The server's syscalls are counted by the kernel's
 //! tracepoints (`perf stat -p PID`) over the whole client run.
 
+mod common;
+use common::ringway_binary;
 use std::io::{Read, Write};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -32,25 +33,6 @@ const EVENTS: &[&str] = &[
     "syscalls:sys_enter_shutdown",
     "syscalls:sys_enter_close",
 ];
-
-/// Directory of this profile's binaries (the test runs from `target/<profile>/deps`).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().to_path_buf()
-}
-
-fn ringway_binary() -> PathBuf {
-    let dir = profile_dir();
-    let release = dir.file_name().is_some_and(|n| n == "release");
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["build", "--quiet", "-p", "ringway-cli", "--bin", "ringway"]);
-    if release {
-        cmd.arg("--release");
-    }
-    let st = cmd.status().expect("run cargo to build the ringway binary");
-    assert!(st.success(), "cargo build -p ringway-cli failed");
-    dir.join("ringway")
-}
 
 /// One request on a new connection, closed by the client once the response is in.
 fn one_request(addr: &str) {

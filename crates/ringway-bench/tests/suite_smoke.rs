@@ -7,29 +7,10 @@
 //! The binaries are this profile's debug builds (slow, but this is about the plumbing,
 //! not the figures); `ringway` is built by the test with the cargo that runs it.
 
+mod common;
+use common::{profile_dir, ringway_binary};
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::process::Command;
-
-/// Directory of this profile's binaries (the test runs from `target/<profile>/deps`).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().to_path_buf()
-}
-
-fn ringway_binary() -> PathBuf {
-    let dir = profile_dir();
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["build", "--quiet", "-p", "ringway-cli", "--bin", "ringway"]);
-    if dir.file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
-    }
-    assert!(
-        cmd.status().unwrap().success(),
-        "cargo build -p ringway-cli failed"
-    );
-    dir.join("ringway")
-}
 
 const SCENARIOS: &[&str] = &["S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9"];
 const PEERS: &[&str] = &["ringway-uring", "floor"];

@@ -22,33 +22,13 @@
 //! 1% of tokio" is gone. The `ringway` binary is built by this test with the cargo that
 //! runs it.
 
-use std::path::PathBuf;
+mod common;
+use common::ringway_binary;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use ringway_bench::measure::perfstat::{counter, parse_perf_csv};
 use ringway_bench::measure::process::{Stream, Watched};
-
-/// Directory of this profile's binaries (the test runs from `target/<profile>/deps`).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().to_path_buf()
-}
-
-fn ringway_binary() -> PathBuf {
-    let dir = profile_dir();
-    let release = dir.file_name().is_some_and(|n| n == "release");
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["build", "--quiet", "-p", "ringway-cli", "--bin", "ringway"]);
-    if release {
-        cmd.arg("--release");
-    }
-    let st = cmd.status().expect("run cargo to build the ringway binary");
-    assert!(st.success(), "cargo build -p ringway-cli failed");
-    let bin = dir.join("ringway");
-    assert!(bin.exists(), "{} missing after the build", bin.display());
-    bin
-}
 
 /// Connections of the load.
 const CONNS: u64 = 50;

@@ -24,6 +24,7 @@
 # the tracepoints. Builds nothing: build with compare.sh (or cargo) first.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
+. crates/ringway-compat/bench/lib.sh
 B=${BIN:-target/release}
 D=${D:-3}
 ROUNDS=${ROUNDS:-3}
@@ -33,8 +34,6 @@ for tool in wrk perf /usr/bin/time; do
 done
 PRIO=""
 if [ "$(id -u)" = 0 ]; then PRIO="nice -n -15"; fi
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{t += $1} END {printf "%.0f", t}'; }
 # shellcheck source=crates/ringway-compat/bench/peers.sh
 source crates/ringway-compat/bench/peers.sh
 TIMES=$(mktemp)

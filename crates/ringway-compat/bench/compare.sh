@@ -45,6 +45,7 @@
 # Needs wrk (apt-get install wrk) and, for the counts, valgrind (apt-get install valgrind).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
+. crates/ringway-compat/bench/lib.sh
 D=${1:-5}
 PEERS=${PEERS:-"compat-uring compat-epoll tokio-ct tokio-mt1 ringway-http"}
 CALLGRIND=${CALLGRIND:-1}
@@ -57,7 +58,6 @@ HZ=$(getconf CLK_TCK)
 PRIO=""
 if [ "$(id -u)" = 0 ] && [ "${NICE:-1}" != 0 ]; then PRIO="nice -n -15"; fi
 # A port the kernel says is free (asked for each server).
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 mkdir -p "$OUT"
 
 command -v wrk >/dev/null || { echo "compare.sh: 'wrk' is missing; install it with: apt-get install wrk" >&2; exit 1; }
@@ -73,14 +73,6 @@ fi
 # shellcheck source=crates/ringway-compat/bench/peers.sh
 source "$B/peers.sh"
 
-wait_port() {
-  for _ in $(seq 1 300); do
-    (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "compare.sh: the server did not open port $1" >&2
-  return 1
-}
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 user_ticks() { awk '{print $14}' "/proc/$1/stat"; }
@@ -114,11 +106,9 @@ if errors:
     print("Socket errors:", r["errors"])'
 }
 
-stop() { kill -TERM "$1" 2>/dev/null || true; sleep 0.3; kill -KILL "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 
 # CPU time of PID's threads so far, in nanoseconds (the scheduler's own sum, not the
 # 10 ms ticks of /proc/PID/stat).
-cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{t += $1} END {printf "%.0f", t}'; }
 
 # start_server PEER SHAPE -> "PID PORT", the server running (pinned to CPU 0) and
 # warmed up.
@@ -128,7 +118,7 @@ start_server() {
   # shellcheck disable=SC2046
   taskset -c 0 $PRIO $(server_cmd "$peer" 127.0.0.1:$port) >"$OUT/$peer.$shape.log" 2>&1 &
   pid=$!
-  wait_port "$port"
+  wait_port "$port" 300
   run_wrk "$shape" 1 "http://127.0.0.1:$port/plaintext" >/dev/null # warm-up
   echo "$pid $port"
 }
@@ -215,7 +205,7 @@ for peer in $PEERS; do
       taskset -c 0 $PRIO valgrind --tool=callgrind --callgrind-out-file="$file" \
         $(server_cmd "$peer" 127.0.0.1:$PORT) >"$OUT/$peer.$shape.callgrind.log" 2>&1 &
       pid=$!
-      wait_port $PORT
+      wait_port $PORT 300
       run_wrk "$shape" 2 "$url" >/dev/null
       callgrind_control -z $pid >/dev/null 2>&1
       out=$(run_wrk "$shape" 4 "$url")

@@ -40,6 +40,7 @@
 # linux-perf), or CALLGRIND=0 / SYSCALLS=0.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
+. crates/ringway-compat/bench/lib.sh
 D=${1:-3}
 ROUNDS=${ROUNDS:-7}
 SHAPES=${SHAPES:-"h2tls ws64"}
@@ -74,17 +75,6 @@ if [ -z "${SKIP_BUILD:-}" ]; then
     --example axum_ws --example axum_ws_tokio --example compat_load
 fi
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_port() {
-  for _ in $(seq 1 600); do
-    (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "compare_tls_ws.sh: the server did not open port $1" >&2
-  return 1
-}
-stop() { kill -TERM "$1" 2>/dev/null || true; sleep 0.3; kill -KILL "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
-cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{t += $1} END {printf "%.0f", t}'; }
 
 # server_cmd PEER SHAPE ADDR CERT -> the server's command line
 server_cmd() {

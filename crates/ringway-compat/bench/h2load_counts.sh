@@ -20,6 +20,8 @@
 # Needs h2load (apt-get install nghttp2-client), valgrind and perf.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
+STOP_GRACE=${STOP_GRACE:-0.5}
+. crates/ringway-compat/bench/lib.sh
 CONNS=${CONNS:-4}
 STREAMS=${STREAMS:-32}
 N1=${N1:-2000}
@@ -45,16 +47,6 @@ if [ -z "${SKIP_BUILD:-}" ]; then
     --example axum_tls --example axum_tls_tokio
 fi
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_port() {
-  for _ in $(seq 1 600); do
-    (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "h2load_counts.sh: the server did not open port $1" >&2
-  return 1
-}
-stop() { kill -TERM "$1" 2>/dev/null || true; sleep 0.5; kill -KILL "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 server_cmd() {
   case "$1" in
     ringway) echo "$E/axum_tls --threads 1 --backend $BACKEND --bind $2" ;;
