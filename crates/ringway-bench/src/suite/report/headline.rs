@@ -155,8 +155,13 @@ impl Headline {
             .first()
             .map(|c| c.against.as_str())
             .filter(|r| r != best);
-        let verdict = match (&self.verdict, &self.timed, rival) {
-            (Some((call, Evidence::Counted)), timed, Some(rival)) => format!(
+        let advantage = self
+            .timed
+            .as_ref()
+            .map(|t| format!(": advantage {}", t.describe()))
+            .unwrap_or_default();
+        let verdict = match (&self.verdict, rival) {
+            (Some((call, Evidence::Counted)), Some(rival)) => format!(
                 "{} {rival} on counted evidence, level within noise on time with the best peer {best} ({}){}",
                 match call {
                     Call::Level => "level with",
@@ -164,12 +169,9 @@ impl Headline {
                     Call::Behind => "BEHIND",
                 },
                 f.format(*value),
-                timed
-                    .as_ref()
-                    .map(|t| format!(": advantage {}", t.describe()))
-                    .unwrap_or_default(),
+                advantage,
             ),
-            (Some((call, evidence)), timed, _) => format!(
+            (Some((call, evidence)), _) => format!(
                 "{} the best peer {best} ({}){}, rests on {}",
                 match call {
                     Call::Level => "level within noise with",
@@ -177,13 +179,10 @@ impl Headline {
                     Call::Behind => "BEHIND",
                 },
                 f.format(*value),
-                timed
-                    .as_ref()
-                    .map(|t| format!(": advantage {}", t.describe()))
-                    .unwrap_or_default(),
+                advantage,
                 evidence.words()
             ),
-            (None, _, _) if self.contended.0 > 0 => format!(
+            (None, _) if self.contended.0 > 0 => format!(
                 "no verdict against the best peer {best} ({}): no usable pair of rounds \
                  (other processes used the benchmark's CPUs in {} of its {} rounds, \
                  and such rounds are not ranked: run it on a quiet machine)",
@@ -191,7 +190,7 @@ impl Headline {
                 self.contended.0,
                 self.contended.1
             ),
-            (None, _, _) => format!(
+            (None, _) => format!(
                 "no verdict against the best peer {best} ({}): no usable pair of rounds",
                 f.format(*value)
             ),
