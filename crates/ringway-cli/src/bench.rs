@@ -22,13 +22,14 @@ Examples:
   ringway bench --instructions --scenario S5,S8   (user-space instructions per request)
   ringway bench --profile ringway-uring           (flamegraph of one peer in S5 c50)
   ringway bench --compare old/results.json
+  ringway bench --baseline old/target/release --scenario S7:16KiB,S10:x1 --peers ringway-uring,floor
   ringway bench --net both --scenario S5,S7:16KiB,S10:x1   (loopback and a veth pair, as root)
 Scenarios: S1..S15 (S14, the Python loops, and S15, the Python frameworks, only by name
 or with --full; S14 needs crates/ringway-py/bench/run --setup-only, S15 makes its own
 environment from PyPI); a variant as S5:c1000.
 Peers: ringway-uring, ringway-epoll, hyper, hyper-ringway, hyper-ringway-epoll (not by
 default), tokio-raw, monoio, monoio-coop, compio, compio-tuned, glommio, may-minihttp,
-nginx, floor; py-ringway, py-asyncio, py-uvloop, py-rloop (S14); uvicorn-ringway,
+nginx, floor; ringway-uring-baseline, ringway-epoll-baseline (--baseline); py-ringway, py-asyncio, py-uvloop, py-rloop (S14); uvicorn-ringway,
 uvicorn-uvloop, uvicorn-rloop, uvicorn-asyncio, aiohttp-ringway, aiohttp-uvloop,
 aiohttp-rloop, aiohttp-asyncio, granian, granian-uvloop (S15)."
 )]
@@ -76,6 +77,11 @@ pub(crate) struct BenchArgs {
     /// Show the change against an earlier results.json.
     #[arg(long, value_name = "OLD.json")]
     compare: Option<PathBuf>,
+    /// The directory of an earlier build's `ringway` (e.g. old/target/release): adds
+    /// ringway-uring-baseline and ringway-epoll-baseline, which run it beside this
+    /// build in the same interleaved rounds.
+    #[arg(long, value_name = "DIR")]
+    baseline: Option<PathBuf>,
     /// Server CPUs (taskset list); default: the first half.
     #[arg(long, value_name = "CPUS")]
     server_cpus: Option<String>,
@@ -115,6 +121,7 @@ pub(crate) fn run(args: BenchArgs) -> io::Result<()> {
     o.profile = args.profile;
     o.profile_scenario = args.profile_scenario;
     o.compare = args.compare;
+    o.baseline = args.baseline;
     o.net = args.net;
     if let Some(c) = args.server_cpus {
         o.server_cpus = c;

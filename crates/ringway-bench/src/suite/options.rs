@@ -35,6 +35,9 @@ pub struct Options {
     pub profile_scenario: Option<String>,
     /// An earlier results.json to compare with.
     pub compare: Option<PathBuf>,
+    /// The directory of an earlier build's `ringway`: adds the peers
+    /// `ringway-uring-baseline` and `ringway-epoll-baseline`, which run it.
+    pub baseline: Option<PathBuf>,
     /// Loopback, a veth pair between two namespaces, or both side by side.
     pub net: Net,
     /// Server CPU list (`taskset -c`).
@@ -72,6 +75,7 @@ impl Options {
             profile: None,
             profile_scenario: None,
             compare: None,
+            baseline: None,
             net: Net::Loopback,
             server_cpus,
             client_cpus,
@@ -106,6 +110,14 @@ impl Options {
         }
         if !(self.duration > 0.0 && self.warmup >= 0.0) {
             return Err("--duration must be positive and --warmup not negative".into());
+        }
+        if let Some(dir) = &self.baseline {
+            if !dir.join("ringway").is_file() {
+                return Err(format!(
+                    "--baseline {}: no `ringway` binary there (the directory of an earlier build, e.g. other/target/release)",
+                    dir.display()
+                ));
+            }
         }
         Ok(())
     }

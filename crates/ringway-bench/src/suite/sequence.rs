@@ -52,7 +52,10 @@ impl<'a> Sequence<'a> {
     /// looks for the tools and says which are missing.
     pub(super) fn prepare(opts: &'a Options) -> Result<Sequence<'a>, String> {
         let registry = registry::registry();
-        let mut selected = registry::select(&registry, opts.peers.as_deref())?;
+        let mut selected = registry::select(&registry, opts.peers.as_deref(), opts.full)?;
+        if opts.baseline.is_some() {
+            registry::add_baseline(&registry, &mut selected);
+        }
         let catalogue = scenarios::catalogue();
         let variants = scenarios::on_net(
             scenarios::select(&catalogue, opts.scenarios.as_deref(), opts.full)?,
@@ -182,7 +185,7 @@ impl<'a> Sequence<'a> {
         };
         for r in &rows {
             self.progress.println(format!(
-                "  {:<19} {:>9} req/s  {:>7} µs/req CPU  p99 {:>6.0} µs  {}/{} clean",
+                "  {:<22} {:>9} req/s  {:>7} µs/req CPU  p99 {:>6.0} µs  {}/{} clean",
                 r.peer,
                 crate::measure::text_table::fmt_rate(r.rps),
                 r.cpu_us_per_req.map_or("-".into(), |c| format!("{c:.2}")),
@@ -191,8 +194,17 @@ impl<'a> Sequence<'a> {
                 r.rounds
             ));
         }
-        self.progress
-            .println(format!("   ({:.0} s)", started.elapsed().as_secs_f64()));
+        let phases: Vec<String> = outcome
+            .phases
+            .iter()
+            .map(|(name, s)| format!("{name} {s:.0}"))
+            .collect();
+        self.progress.println(format!(
+            "   ({:.0} s{}{})",
+            started.elapsed().as_secs_f64(),
+            if phases.is_empty() { "" } else { ": " },
+            phases.join(", ")
+        ));
         outcome
     }
 
@@ -344,6 +356,7 @@ fn launch_ctx(opts: &Options, scratch: &setup::Scratch, variants: &[Variant]) ->
             .map(|v| v.shape.connections())
             .max()
             .unwrap_or(50),
+        baseline_dir: opts.baseline.clone(),
         s15_modules: None,
         server_prefix: Vec::new(),
     }

@@ -13,7 +13,9 @@ use crate::peers::canned::App;
 use crate::suite::registry::frameworks::{self, Server};
 use crate::suite::registry::nginx;
 use crate::suite::registry::python::{self, PyLoop};
-use crate::suite::registry::spec::{Deviation, HttpWork, Launch, LaunchCtx, PeerSpec, Service};
+use crate::suite::registry::spec::{
+    Deviation, HttpWork, Launch, LaunchCtx, PeerSpec, Runs, Service,
+};
 
 /// `PROGRAM ARGS...`, each word a separate argument.
 fn words(s: &str) -> Vec<String> {
@@ -22,14 +24,22 @@ fn words(s: &str) -> Vec<String> {
 
 /// A binary of this workspace: runs if it was built, else says how to build it.
 fn own_binary(ctx: &LaunchCtx, name: &str, args: &str, package: &str) -> Launch {
-    let path = ctx.bin_dir.join(name);
+    own_binary_in(&ctx.bin_dir, name, args, package)
+}
+
+/// Binary `name` of directory `dir` with `args`.
+fn own_binary_in(dir: &Path, name: &str, args: &str, package: &str) -> Launch {
+    let path = dir.join(name);
     if !path.is_file() {
         return Launch::Unavailable(format!(
             "{} not found; build it: cargo build --release -p {package}",
             path.display()
         ));
     }
-    Launch::Run(LaunchSpec::new(words(&format!("{} {args}", ctx.bin(name)))))
+    Launch::Run(LaunchSpec::new(words(&format!(
+        "{} {args}",
+        path.display()
+    ))))
 }
 
 fn app_arg(app: App) -> &'static str {
@@ -47,6 +57,28 @@ fn ringway(ctx: &LaunchCtx, service: Service, backend: &str) -> Launch {
 
 /// `ringway` with more runtime options (`extra`), for a variant of the same server.
 fn ringway_with(ctx: &LaunchCtx, service: Service, backend: &str, extra: &str) -> Launch {
+    ringway_from(ctx, &ctx.bin_dir, service, backend, extra)
+}
+
+/// The same server from an earlier build's `ringway` (`--baseline DIR`): what a change
+/// bought, measured in the rounds of one run instead of across two runs' drift.
+fn ringway_baseline(ctx: &LaunchCtx, service: Service, backend: &str) -> Launch {
+    match &ctx.baseline_dir {
+        Some(dir) => ringway_from(ctx, dir, service, backend, ""),
+        None => Launch::Unavailable(
+            "needs --baseline DIR (the directory of an earlier build's `ringway`)".into(),
+        ),
+    }
+}
+
+/// The `ringway` server of `dir` for `service`.
+fn ringway_from(
+    ctx: &LaunchCtx,
+    dir: &Path,
+    service: Service,
+    backend: &str,
+    extra: &str,
+) -> Launch {
     let common = format!(
         "--threads {} --backend {backend} {extra} {BIND}",
         ctx.server_threads
@@ -70,7 +102,7 @@ fn ringway_with(ctx: &LaunchCtx, service: Service, backend: &str, extra: &str) -
             return Launch::NotApplicable("not a Python server")
         }
     };
-    own_binary(ctx, "ringway", &args, "ringway-cli")
+    own_binary_in(dir, "ringway", &args, "ringway-cli")
 }
 
 fn raw_http(ctx: &LaunchCtx, service: Service, bin: &str, extra: &str) -> Launch {
@@ -120,7 +152,7 @@ fn ringway_and_hyper() -> Vec<PeerSpec> {
             about: "ringway serve --hello (ringway-http on the ringway runtime), io_uring backend",
             http: HttpWork::Parses,
             deviations: &[],
-            default: true,
+            runs: Runs::Default,
             launch: |ctx, s| ringway(ctx, s, "uring"),
         },
         PeerSpec {
@@ -128,7 +160,7 @@ fn ringway_and_hyper() -> Vec<PeerSpec> {
             about: "ringway-uring without the pool share (--pool-share off): what one connection's share of the receive pool buys (S13 mix-upload)",
             http: HttpWork::Parses,
             deviations: &[],
-            default: false,
+            runs: Runs::ByName,
             launch: |ctx, s| ringway_with(ctx, s, "uring", "--pool-share off"),
         },
         PeerSpec {
@@ -136,15 +168,31 @@ fn ringway_and_hyper() -> Vec<PeerSpec> {
             about: "the same server on ringway's epoll backend (isolates the I/O API)",
             http: HttpWork::Parses,
             deviations: &[],
-            default: true,
+            runs: Runs::Default,
             launch: |ctx, s| ringway(ctx, s, "epoll"),
+        },
+        PeerSpec {
+            name: "ringway-uring-baseline",
+            about: "ringway-uring from an earlier build (--baseline DIR): before and after in one run",
+            http: HttpWork::Parses,
+            deviations: &[],
+            runs: Runs::ByName,
+            launch: |ctx, s| ringway_baseline(ctx, s, "uring"),
+        },
+        PeerSpec {
+            name: "ringway-epoll-baseline",
+            about: "ringway-epoll from an earlier build (--baseline DIR)",
+            http: HttpWork::Parses,
+            deviations: &[],
+            runs: Runs::ByName,
+            launch: |ctx, s| ringway_baseline(ctx, s, "epoll"),
         },
         PeerSpec {
             name: "hyper",
             about: "tokio multi-thread (one worker per server core) + hyper 1 http1",
             http: HttpWork::Parses,
             deviations: &[],
-            default: true,
+            runs: Runs::Default,
             launch: |ctx, s| raw_http(ctx, s, "http-hyper", ""),
         },
         PeerSpec {
@@ -152,7 +200,7 @@ fn ringway_and_hyper() -> Vec<PeerSpec> {
             about: "the same hyper 1 http1 service as `hyper`, on ringway (io_uring) through ringway-compat's Server",
             http: HttpWork::Parses,
             deviations: &[],
-            default: true,
+            runs: Runs::Full,
             launch: |ctx, s| raw_http(ctx, s, "http-hyper-ringway", "--backend uring"),
         },
         PeerSpec {
@@ -160,7 +208,7 @@ fn ringway_and_hyper() -> Vec<PeerSpec> {
             about: "hyper on ringway through ringway-compat, epoll backend",
             http: HttpWork::Parses,
             deviations: &[],
-            default: false,
+            runs: Runs::ByName,
             launch: |ctx, s| raw_http(ctx, s, "http-hyper-ringway", "--backend epoll"),
         },
     ]
@@ -174,7 +222,7 @@ fn runtimes() -> Vec<PeerSpec> {
             about: "tokio current_thread per core, SO_REUSEPORT, hand-written HTTP loop (pingora's shape)",
             http: HttpWork::CountsHeads,
             deviations: &[],
-            default: true,
+            runs: Runs::Default,
             launch: |ctx, s| {
                 let http = raw_http(ctx, s, "http-tokio", "");
                 echo_or(ctx, s, Some(("echo-tokio", "")), http)
@@ -185,7 +233,7 @@ fn runtimes() -> Vec<PeerSpec> {
             about: "monoio 0.2 (io_uring) as shipped, thread per core, raw HTTP loop",
             http: HttpWork::CountsHeads,
             deviations: &[],
-            default: true,
+            runs: Runs::Default,
             launch: |ctx, s| {
                 let http = raw_http(ctx, s, "http-monoio", "");
                 echo_or(ctx, s, Some(("echo-monoio", "")), http)
@@ -196,7 +244,7 @@ fn runtimes() -> Vec<PeerSpec> {
             about: "the same monoio server with its ring built with COOP_TASKRUN | TASKRUN_FLAG",
             http: HttpWork::CountsHeads,
             deviations: &[],
-            default: true,
+            runs: Runs::Default,
             launch: |ctx, s| {
                 let http = raw_http(ctx, s, "http-monoio", "--coop-taskrun");
                 echo_or(ctx, s, Some(("echo-monoio", "--coop-taskrun")), http)
@@ -207,7 +255,7 @@ fn runtimes() -> Vec<PeerSpec> {
             about: "compio 0.19 (io_uring) with its default ring, thread per core, raw HTTP loop",
             http: HttpWork::CountsHeads,
             deviations: &[],
-            default: true,
+            runs: Runs::Full,
             launch: |ctx, s| raw_http(ctx, s, "http-compio", ""),
         },
         PeerSpec {
@@ -215,7 +263,7 @@ fn runtimes() -> Vec<PeerSpec> {
             about: "the same compio server with SINGLE_ISSUER | DEFER_TASKRUN | COOP_TASKRUN",
             http: HttpWork::CountsHeads,
             deviations: &[],
-            default: true,
+            runs: Runs::Default,
             launch: |ctx, s| raw_http(ctx, s, "http-compio", "--tuned"),
         },
         PeerSpec {
@@ -223,7 +271,7 @@ fn runtimes() -> Vec<PeerSpec> {
             about: "glommio 0.9 (io_uring), one executor per server core, raw HTTP loop",
             http: HttpWork::CountsHeads,
             deviations: &[],
-            default: true,
+            runs: Runs::Full,
             launch: |ctx, s| raw_http(ctx, s, "http-glommio", ""),
         },
     ]
@@ -242,7 +290,7 @@ fn parsers_and_floor() -> Vec<PeerSpec> {
                 Deviation::HeaderNameCase,
                 Deviation::HeaderOrder,
             ],
-            default: true,
+            runs: Runs::Default,
             launch: |ctx, s| raw_http(ctx, s, "http-may", ""),
         },
         PeerSpec {
@@ -256,7 +304,7 @@ fn parsers_and_floor() -> Vec<PeerSpec> {
                 Deviation::ExtraHeader("connection"),
                 Deviation::EtagValue,
             ],
-            default: true,
+            runs: Runs::Default,
             launch: nginx::launch,
         },
         PeerSpec {
@@ -264,7 +312,7 @@ fn parsers_and_floor() -> Vec<PeerSpec> {
             about: "the floor: one thread straight on the io-uring crate, no runtime, no allocation per request (TLS: rustls with ringway's configuration)",
             http: HttpWork::CountsHeads,
             deviations: &[],
-            default: true,
+            runs: Runs::Default,
             launch: |ctx, s| {
                 let http = match s {
                     Service::Http(app) => own_binary(
@@ -303,7 +351,7 @@ fn python_loops() -> Vec<PeerSpec> {
                 "ringway's asyncio event loop (ringway-py, release build), servers.py (S14 only)",
             http: HttpWork::CountsHeads,
             deviations: PY_DEVIATIONS,
-            default: true,
+            runs: Runs::Default,
             launch: |_, s| python::launch(s, PyLoop::Ringway),
         },
         PeerSpec {
@@ -311,7 +359,7 @@ fn python_loops() -> Vec<PeerSpec> {
             about: "stock asyncio (the selector loop), servers.py (S14 only): the control",
             http: HttpWork::CountsHeads,
             deviations: PY_DEVIATIONS,
-            default: true,
+            runs: Runs::Default,
             launch: |_, s| python::launch(s, PyLoop::Asyncio),
         },
         PeerSpec {
@@ -319,7 +367,7 @@ fn python_loops() -> Vec<PeerSpec> {
             about: "uvloop (libuv), servers.py (S14 only): the reference",
             http: HttpWork::CountsHeads,
             deviations: PY_DEVIATIONS,
-            default: true,
+            runs: Runs::Default,
             launch: |_, s| python::launch(s, PyLoop::Uvloop),
         },
         PeerSpec {
@@ -327,7 +375,7 @@ fn python_loops() -> Vec<PeerSpec> {
             about: "rloop (Rust, mio), servers.py (S14 only), where it installs",
             http: HttpWork::CountsHeads,
             deviations: PY_DEVIATIONS,
-            default: true,
+            runs: Runs::Default,
             launch: |_, s| python::launch(s, PyLoop::Rloop),
         },
     ]
@@ -343,7 +391,7 @@ fn python_frameworks() -> Vec<PeerSpec> {
                 about: $about,
                 http: HttpWork::Parses,
                 deviations: &[],
-                default: true,
+                runs: Runs::Default,
                 launch: |ctx, s| {
                     frameworks::launch(s, Server::$server, $loop, ctx.s15_modules.as_deref())
                 },
@@ -418,11 +466,17 @@ fn python_frameworks() -> Vec<PeerSpec> {
 /// two-write answer is the loop's work under test, the same for every Python loop.
 const PY_DEVIATIONS: &[Deviation] = &[Deviation::MissingHeader("date")];
 
-/// The peers named in `selection` (comma-separated, in registry order), or the default
-/// ones. Unknown names are an error that lists the known ones.
-pub fn select(all: &[PeerSpec], selection: Option<&str>) -> Result<Vec<PeerSpec>, String> {
+/// The peers named in `selection` (comma-separated, in registry order), or those that
+/// the run takes by default (`full`: `--full`'s, see [`Runs`]). Unknown names are an
+/// error that lists the known ones.
+pub fn select(
+    all: &[PeerSpec],
+    selection: Option<&str>,
+    full: bool,
+) -> Result<Vec<PeerSpec>, String> {
     let Some(selection) = selection else {
-        return Ok(all.iter().filter(|p| p.default).cloned().collect());
+        let taken = |p: &&PeerSpec| p.runs == Runs::Default || (full && p.runs == Runs::Full);
+        return Ok(all.iter().filter(taken).cloned().collect());
     };
     let wanted: Vec<&str> = selection
         .split(',')
@@ -446,6 +500,24 @@ pub fn select(all: &[PeerSpec], selection: Option<&str>) -> Result<Vec<PeerSpec>
         .filter(|p| wanted.contains(&p.name))
         .cloned()
         .collect())
+}
+
+/// The suffix of the peers that run an earlier build's `ringway` (`--baseline`).
+pub const BASELINE_SUFFIX: &str = "-baseline";
+
+/// Adds the baseline twin of each selected ringway peer (`ringway-uring` brings
+/// `ringway-uring-baseline`), in registry order, for `--baseline`.
+pub fn add_baseline(all: &[PeerSpec], selected: &mut Vec<PeerSpec>) {
+    let wanted: Vec<String> = selected
+        .iter()
+        .map(|p| format!("{}{BASELINE_SUFFIX}", p.name))
+        .collect();
+    let chosen: Vec<&str> = selected.iter().map(|p| p.name).collect();
+    *selected = all
+        .iter()
+        .filter(|p| chosen.contains(&p.name) || wanted.iter().any(|w| w == p.name))
+        .cloned()
+        .collect();
 }
 
 /// `Some(ready)` override for peers whose readiness is not a `listening on` line.
@@ -474,6 +546,7 @@ mod tests {
             static_dir: PathBuf::from("/tmp/w/static"),
             tls: None,
             max_connections: 1000,
+            baseline_dir: None,
             s15_modules: None,
             server_prefix: Vec::new(),
         }
@@ -486,15 +559,45 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), all.len());
-        let sel = select(&all, Some("floor, ringway-uring")).unwrap();
+        let sel = select(&all, Some("floor, ringway-uring"), false).unwrap();
         let got: Vec<&str> = sel.iter().map(|p| p.name).collect();
         assert_eq!(got, ["ringway-uring", "floor"]);
-        let err = select(&all, Some("tokyo")).unwrap_err();
+        let err = select(&all, Some("tokyo"), false).unwrap_err();
         assert!(
             err.contains("unknown peer") && err.contains("tokio-raw"),
             "{err}"
         );
-        assert!(select(&all, Some(" , ")).is_err());
+        assert!(select(&all, Some(" , "), false).is_err());
+    }
+
+    #[test]
+    fn the_default_run_leaves_full_only_peers_to_full_and_by_name_peers_to_names() {
+        let all = registry();
+        let names = |full| -> Vec<&str> {
+            select(&all, None, full)
+                .unwrap()
+                .iter()
+                .map(|p| p.name)
+                .collect()
+        };
+        let (short, full) = (names(false), names(true));
+        for rival in [
+            "ringway-uring",
+            "monoio-coop",
+            "may-minihttp",
+            "tokio-raw",
+            "floor",
+        ] {
+            assert!(short.contains(&rival), "{rival}");
+        }
+        for extra in ["glommio", "compio", "hyper-ringway"] {
+            assert!(!short.contains(&extra) && full.contains(&extra), "{extra}");
+        }
+        for named in ["ringway-uring-baseline", "ringway-uring-noshare"] {
+            assert!(!full.contains(&named), "{named}");
+        }
+        let by_name = select(&all, Some("glommio"), false).unwrap();
+        assert_eq!(by_name[0].name, "glommio");
     }
 
     #[test]
@@ -541,7 +644,7 @@ mod tests {
             .find(|p| p.name == "ringway-uring-noshare")
             .unwrap();
         assert!(
-            !noshare.default,
+            noshare.runs == Runs::ByName,
             "a measurement of the share, not a peer of every run"
         );
         let Launch::Run(spec) = (noshare.launch)(&c, Service::Http(App::Hello)) else {
@@ -553,5 +656,47 @@ mod tests {
             "{line}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn baseline_peers_run_the_earlier_build_and_say_when_there_is_none() {
+        let all = registry();
+        let base = all
+            .iter()
+            .find(|p| p.name == "ringway-uring-baseline")
+            .unwrap();
+        assert_eq!(base.runs, Runs::ByName);
+        match (base.launch)(&ctx("/nonexistent"), Service::Http(App::Hello)) {
+            Launch::Unavailable(why) => assert!(why.contains("--baseline DIR"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        let dir = std::env::temp_dir().join(format!("ringway-baseline-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("ringway"), b"").unwrap();
+        let mut c = ctx("/current");
+        c.baseline_dir = Some(dir.clone());
+        let Launch::Run(spec) = (base.launch)(&c, Service::Echo) else {
+            panic!()
+        };
+        let line = spec.command(4242).join(" ");
+        assert!(
+            line.starts_with(&dir.join("ringway").display().to_string())
+                && line.ends_with("echo --threads 1 --backend uring --bind 127.0.0.1:4242"),
+            "{line}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        let mut sel = select(&all, Some("floor,ringway-uring,ringway-epoll"), false).unwrap();
+        add_baseline(&all, &mut sel);
+        let names: Vec<&str> = sel.iter().map(|p| p.name).collect();
+        assert_eq!(
+            names,
+            [
+                "ringway-uring",
+                "ringway-epoll",
+                "ringway-uring-baseline",
+                "ringway-epoll-baseline",
+                "floor"
+            ]
+        );
     }
 }

@@ -10,5 +10,5 @@ pub mod nginx;
 pub mod python;
 pub mod spec;
 
-pub use list::{exe_dir, port_ready, registry, select};
+pub use list::{add_baseline, exe_dir, port_ready, registry, select, BASELINE_SUFFIX};
 pub use spec::{Deviation, Endpoint, HttpWork, Launch, LaunchCtx, PeerSpec, PyServer, Service};

@@ -205,6 +205,7 @@ mod tests {
             static_dir: PathBuf::from("/w/static"),
             tls: Some((PathBuf::from("/w/cert.pem"), PathBuf::from("/w/key.pem"))),
             max_connections: 1000,
+            baseline_dir: None,
             s15_modules: None,
             server_prefix: Vec::new(),
         }

@@ -51,6 +51,9 @@ pub struct LaunchCtx {
     pub tls: Option<(PathBuf, PathBuf)>,
     /// The largest connection count of the run (for backlogs and connection limits).
     pub max_connections: usize,
+    /// The directory of an earlier build's `ringway` (`--baseline`), which the
+    /// `-baseline` peers run: before and after measured in one interleaved run.
+    pub baseline_dir: Option<PathBuf>,
     /// The modules that import in S15's Python environment (`None`: not made).
     pub s15_modules: Option<Vec<String>>,
     /// The command every server runs under (`ip netns exec NS` over a veth); empty on
@@ -87,10 +90,23 @@ pub struct PeerSpec {
     pub http: HttpWork,
     /// What its responses differ in from ringway's (each checked, each printed).
     pub deviations: &'static [Deviation],
-    /// In the run when `--peers` is not given.
-    pub default: bool,
+    /// Which runs take it when `--peers` is not given.
+    pub runs: Runs,
     /// The command for a service.
     pub launch: fn(&LaunchCtx, Service) -> Launch,
+}
+
+/// Which runs take a peer when `--peers` does not name the peers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runs {
+    /// Every run: the default run and `--full`.
+    Default,
+    /// `--full` only: peers that were never the best other peer nor a counted rival in
+    /// any scenario of the default run (its time budget is 7 minutes).
+    Full,
+    /// Only when `--peers` names it (a variant of another peer, or one that needs an
+    /// option such as `--baseline`).
+    ByName,
 }
 
 /// A declared, tolerated difference from the canned response.

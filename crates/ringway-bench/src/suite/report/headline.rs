@@ -14,6 +14,7 @@
 
 use serde::Serialize;
 
+use crate::suite::registry::BASELINE_SUFFIX;
 use crate::suite::report::verdict::{
     counted, counted_rival, overall, paired, Call, Counted, Evidence, Paired, Pairing, Usable,
     CONFIDENCE,
@@ -286,7 +287,9 @@ fn headline(results: &Results, scenario: &str, variant: &str) -> Option<Headline
             (None, a) => a,
         }
     };
-    let best = best_of(rows().filter(|r| r.peer != who && r.peer != FLOOR), figure);
+    // The floor is the limit, not a rival; a baseline is ringway itself, earlier.
+    let is_rival = |peer: &str| peer != who && peer != FLOOR && !peer.ends_with(BASELINE_SUFFIX);
+    let best = best_of(rows().filter(|r| is_rival(&r.peer)), figure);
     let timed = best.and_then(|(r, _)| pair(&r.peer));
     // Counted evidence against the scenario's fixed rival where it was counted (see
     // `counted_rival`), so that it does not follow the timed best peer from run to run.
@@ -298,7 +301,7 @@ fn headline(results: &Results, scenario: &str, variant: &str) -> Option<Headline
         None => best.map(|(r, _)| counted(mine_row, r)).unwrap_or_default(),
     };
     let mut behind: Vec<(String, Paired)> = rows()
-        .filter(|r| r.peer != who && r.peer != FLOOR)
+        .filter(|r| is_rival(&r.peer))
         .filter_map(|r| pair(&r.peer).map(|p| (r.peer.clone(), p)))
         .filter(|(_, p)| p.call == Call::Behind)
         .collect();

@@ -7,6 +7,7 @@
 //! (`others_cpu_share`), so a server that does not stay quiet when idle shows.
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use crate::measure::procstat::process_tree;
 use crate::suite::progress::Progress;
@@ -36,6 +37,9 @@ pub struct VariantOutcome {
     pub rss_per_conn_kib: BTreeMap<String, f64>,
     /// The wrk cross-check (S5 c50).
     pub wrk: Vec<crate::suite::results::WrkCheck>,
+    /// Seconds spent in each phase (bring-up, rounds, syscalls, wrk), in order: where
+    /// the run's time budget goes.
+    pub phases: Vec<(&'static str, f64)>,
 }
 
 /// Counts `live`'s syscalls over one client run of its own; per request.
@@ -69,6 +73,11 @@ pub fn run_variant(
 ) -> VariantOutcome {
     let mut out = VariantOutcome::default();
     let mut lives: Vec<Live> = Vec::new();
+    let mut phase = Instant::now();
+    let mut lap = |out: &mut VariantOutcome, name: &'static str| {
+        out.phases.push((name, phase.elapsed().as_secs_f64()));
+        phase = Instant::now();
+    };
     for peer in peers {
         progress.set_message(format!("{}: starting {}", v.id(), peer.name));
         match bring_up(env, v, peer, ctx) {
@@ -96,6 +105,7 @@ pub fn run_variant(
         }
         progress.inc(1);
     }
+    lap(&mut out, "bring-up");
     for round in 1..=env.rounds {
         for i in 0..lives.len() {
             progress.set_message(format!("{}: round {round} {}", v.id(), lives[i].peer.name));
@@ -107,6 +117,7 @@ pub fn run_variant(
             progress.inc(1);
         }
     }
+    lap(&mut out, "rounds");
     if env.syscalls && counts_syscalls(v) {
         for live in &lives {
             progress.set_message(format!("{}: syscalls of {}", v.id(), live.peer.name));
@@ -122,6 +133,7 @@ pub fn run_variant(
             }
             progress.inc(1);
         }
+        lap(&mut out, "syscalls");
     }
     if env.wrk && v.scenario == "S5" && v.name == "c50" {
         for live in &lives {
@@ -132,6 +144,7 @@ pub fn run_variant(
             }
             progress.inc(1);
         }
+        lap(&mut out, "wrk");
     }
     for live in &mut lives {
         stop_tree(&mut live.server);
