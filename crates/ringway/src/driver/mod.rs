@@ -720,10 +720,14 @@ impl Driver {
             Owner::Single { completion, .. } => completion,
             _ => None,
         };
-        for c in slot.queue.drain(..).chain(single) {
-            if yields_fd && c.result >= 0 {
-                // SAFETY: an fd produced for a future that will never see it.
-                unsafe { libc::close(c.result) };
+        // (Mostly nothing waits: an ended receive's stream took all. The drain is not
+        // built then, nor dropped: 60 instructions per connection.)
+        if single.is_some() || !slot.queue.is_empty() {
+            for c in slot.queue.drain(..).chain(single) {
+                if yields_fd && c.result >= 0 {
+                    // SAFETY: an fd produced for a future that will never see it.
+                    unsafe { libc::close(c.result) };
+                }
             }
         }
         // Not this task's to keep alive any more.
