@@ -1,6 +1,10 @@
 //! A new connection per request, counted (issue 28): `ringway serve --hello` on
 //! io_uring makes at most the syscalls per request of the raw io_uring floor
-//! (`http-floor`) under the same client, and none outside the ring per connection.
+//! (`http-floor`) under the same client, none outside the ring per connection, and
+//! submits at most the floor's io_uring requests (SQEs) per connection: a multishot
+//! receive, one send, one close; the accept is multishot. Nothing armed per connection
+//! that the floor does not arm (no cancel of the finished receive, no timer op: the
+//! connection's timeouts are user-space timers under the core's one `TIMEOUT`).
 //!
 //! It used to make three per connection outside the ring (`setsockopt` for
 //! `TCP_NODELAY`, `shutdown` before the lingering close, `close`): 4.7 syscalls per
@@ -32,6 +36,7 @@ const EVENTS: &[&str] = &[
     "syscalls:sys_enter_setsockopt",
     "syscalls:sys_enter_shutdown",
     "syscalls:sys_enter_close",
+    "io_uring:io_uring_submit_req",
 ];
 
 /// One request on a new connection, closed by the client once the response is in.
@@ -51,7 +56,8 @@ fn one_request(addr: &str) {
     assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"), "{got:?}");
 }
 
-/// Per request: every syscall, then io_uring_enter, setsockopt, shutdown, close.
+/// Per request: every syscall, then io_uring_enter, setsockopt, shutdown, close; and
+/// the io_uring requests submitted.
 #[derive(Debug)]
 struct PerRequest {
     syscalls: f64,
@@ -59,6 +65,7 @@ struct PerRequest {
     setsockopt: f64,
     shutdown: f64,
     close: f64,
+    sqes: f64,
 }
 
 fn count(argv: &[String]) -> PerRequest {
@@ -116,6 +123,7 @@ fn count(argv: &[String]) -> PerRequest {
         setsockopt: per("syscalls:sys_enter_setsockopt"),
         shutdown: per("syscalls:sys_enter_shutdown"),
         close: per("syscalls:sys_enter_close"),
+        sqes: per("io_uring:io_uring_submit_req"),
     }
 }
 
@@ -156,6 +164,18 @@ fn a_new_connection_costs_at_most_the_floors_syscalls() {
     assert!(
         ringway.syscalls - ringway.enters < 0.01,
         "ringway made syscalls besides io_uring_enter: {ringway:?}"
+    );
+    // The same io_uring requests as the floor's per connection (3.00 each, measured):
+    // an op armed per connection that the floor does not arm fails this.
+    assert!(
+        floor.sqes >= 2.9,
+        "the floor's requests were not counted: {floor:?}"
+    );
+    assert!(
+        ringway.sqes <= floor.sqes + 0.05,
+        "ringway {:.2} io_uring requests per new connection, the floor {:.2}",
+        ringway.sqes,
+        floor.sqes
     );
     assert!(
         ringway.syscalls <= floor.syscalls * 1.02 + 0.02,

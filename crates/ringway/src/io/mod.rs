@@ -152,6 +152,13 @@ impl MultiShot {
         self.id
     }
 
+    /// Forgets the operation (for an owner that detaches it itself): `None` if none
+    /// was started or it ended.
+    #[inline]
+    pub(crate) fn take_id(&mut self) -> Option<OpId> {
+        self.id.take()
+    }
+
     /// The next completion; `None` once the operation has ended. After an end, the next
     /// call starts the operation again (a listener's accept stream resumes after an
     /// error, for example); callers decide whether to.

@@ -19,6 +19,7 @@
 //! [`send_all`]: crate::net::TcpStream::send_all
 //! [`flush`]: crate::net::TcpStream::flush
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::io;
 use std::os::fd::RawFd;
@@ -49,6 +50,16 @@ pub(crate) struct Background {
 
 const NONE: u64 = u64::MAX;
 
+/// How many records of dropped sockets a thread keeps for its next sockets.
+const SPARES: usize = 256;
+
+thread_local! {
+    /// Records of dropped sockets, reset, for the next sockets of this thread (a
+    /// server's core, where connections come and go): an allocation and a free less
+    /// per connection.
+    static SPARE: RefCell<Vec<Arc<Background>>> = const { RefCell::new(Vec::new()) };
+}
+
 impl Default for Background {
     fn default() -> Self {
         Background {
@@ -61,6 +72,37 @@ impl Default for Background {
 }
 
 impl Background {
+    /// The record of a socket's first background send: one a dropped socket left on
+    /// this thread, or a new one.
+    pub(crate) fn take() -> Arc<Background> {
+        SPARE
+            .try_with(|s| s.borrow_mut().pop())
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    /// Keeps a dropped socket's record for this thread's next socket, reset, if
+    /// nothing else holds it (the driver holds it while a send is in flight).
+    pub(crate) fn keep(mut state: Arc<Background>) {
+        let Some(b) = Arc::get_mut(&mut state) else {
+            return;
+        };
+        if *b.in_flight.get_mut() != NONE {
+            return;
+        }
+        *b.error.get_mut() = 0;
+        *b.waiting.get_mut() = false;
+        let waiter = b.waiter.get_mut().unwrap_or_else(|e| e.into_inner()).take();
+        drop(waiter);
+        let _ = SPARE.try_with(|s| {
+            let mut spare = s.borrow_mut();
+            if spare.len() < SPARES {
+                spare.push(state);
+            }
+        });
+    }
+
     /// The send in flight (for closing after it).
     pub(crate) fn in_flight(&self) -> Option<OpId> {
         match self.in_flight.load(Ordering::Acquire) {

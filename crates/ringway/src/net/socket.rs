@@ -222,7 +222,7 @@ impl Socket {
     }
 
     fn background(&self) -> &std::sync::Arc<Background> {
-        self.background.get_or_init(Default::default)
+        self.background.get_or_init(Background::take)
     }
 
     pub(super) fn write_vectored<B: IoBuf + Unpin>(
@@ -262,6 +262,9 @@ impl Drop for Socket {
     fn drop(&mut self) {
         let Some(fd) = self.fd.take() else { return };
         let sending = self.background.get().and_then(|b| b.in_flight());
+        if let Some(b) = self.background.take() {
+            Background::keep(b); // (kept only if no send is in flight)
+        }
         if sending.is_some() || self.close_in_ring {
             // Closed by the driver (through the ring, after the background send if one
             // is in flight); outside a runtime (or with the driver busy) there is no
@@ -425,6 +428,25 @@ impl RecvStream {
             Some((r, _)) if r < 0 => Some(Err(io::Error::from_raw_os_error(-r))),
             Some(_) => Some(Err(io::Error::other("receive completed without a buffer"))),
         }
+    }
+}
+
+impl Drop for RecvStream {
+    fn drop(&mut self) {
+        let Some(queue) = self.watch.take() else {
+            return; // (the multishot detaches itself)
+        };
+        // The operation detached first (the slot's share of the queue goes with it),
+        // then the queue kept by the driver for the next stream, if it can be.
+        let id = self.shot.take_id();
+        let mut queue = Some(queue);
+        try_with_driver(|d| {
+            if let Some(id) = id {
+                d.detach(id, None);
+            }
+            queue = d.keep_queue(queue.take().expect("once"));
+        });
+        drop(queue); // not kept: dropped outside the driver (its buffers go back)
     }
 }
 

@@ -42,6 +42,16 @@ pub(crate) fn with_core<R>(f: impl FnOnce(&Core) -> R) -> R {
     f(unsafe { &*ptr })
 }
 
+/// This thread's core, for a call that takes a large value by move (a spawn's future:
+/// through `with_core` the closure would hold one more copy of it). Panics outside a
+/// runtime. Not to be kept: the reference is only good until the caller returns.
+#[inline(always)]
+pub(crate) fn current_core<'a>() -> &'a Core {
+    // SAFETY: as in `with_core`; the `Enter` that set the pointer outlives every call
+    // made from inside the runtime, and callers use the reference within their call.
+    unsafe { &*current() }
+}
+
 /// This thread's core; panics outside a runtime.
 #[inline(always)]
 fn current() -> *const Core {

@@ -4,8 +4,6 @@
 //! core is `context.rs`. This file names neither.
 
 use std::cell::RefCell;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -13,6 +11,7 @@ use slab::Slab;
 
 use super::run_queue::{RunQueue, RunQueueEntry};
 use super::task::TaskHeader;
+use super::task_blocks::{TaskBlocks, TaskBox};
 use crate::driver::{Driver, DriverWaker};
 use crate::time::Timers;
 
@@ -101,9 +100,9 @@ impl CoreShared {
 
 pub(super) struct TaskEntry {
     pub(super) header: Arc<TaskHeader>,
-    /// The future, in an allocation that never moves: polled in place (through a
-    /// pointer, with the slab not borrowed, so that the task may spawn).
-    pub(super) body: Pin<Box<TaskBody<dyn Future<Output = ()>>>>,
+    /// The future, in a block that never moves: polled in place (through a pointer,
+    /// with the slab not borrowed, so that the task may spawn).
+    pub(super) body: TaskBox,
 }
 
 /// What a task entry owns on the heap. Aligned to a cache line: a task's state is
@@ -135,6 +134,8 @@ pub(crate) struct Core {
     pub(super) timers: RefCell<Timers>,
     pub(super) queue: RunQueue,
     pub(super) tasks: RefCell<Slab<TaskEntry>>,
+    /// Blocks of finished tasks, for the next ones (see `task_blocks.rs`).
+    pub(super) blocks: RefCell<TaskBlocks>,
     /// The driver keeps the core's timer in the kernel (see `Driver::turn_with_timer`).
     pub(super) kernel_timer: bool,
 }

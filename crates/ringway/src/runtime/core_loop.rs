@@ -22,7 +22,8 @@ use slab::Slab;
 use super::context::{try_with_core, Enter};
 use super::core::{Core, CoreShared, Remote, TaskBody, TaskEntry};
 use super::run_queue::{RunQueue, RunQueueEntry};
-use super::task::{JoinHandle, JoinState, Schedule, TaskFuture, TaskHeader};
+use super::task::{JoinHandle, JoinState, Schedule, TaskHeader};
+use super::task_blocks::TaskBox;
 use super::task_waker::borrowed_task_waker;
 use crate::driver::Driver;
 use crate::time::Timers;
@@ -75,19 +76,31 @@ impl Core {
             driver: RefCell::new(driver),
             queue: RunQueue::default(),
             tasks: RefCell::new(Slab::new()),
+            blocks: RefCell::default(),
             timers: RefCell::new(Timers::new()),
         })
     }
 
-    /// Spawns a `!Send` task on this core.
-    pub(crate) fn spawn<F>(&self, fut: F) -> JoinHandle<F::Output>
+    /// Spawns a `!Send` task on this core: the future at `fut`, moved out of there
+    /// (bitwise) straight into its task's block. Each call a future passes through by
+    /// value is a copy of it (hundreds of bytes for a connection's), so the public
+    /// `spawn` passes it here by address.
+    ///
+    /// # Safety
+    ///
+    /// `fut` points at a valid future that the caller neither uses nor drops after
+    /// this call (it is the task's from then on; if this panics, it may be leaked).
+    #[inline(always)]
+    pub(crate) unsafe fn spawn_from<F>(&self, fut: *const F) -> JoinHandle<F::Output>
     where
         F: Future + 'static,
         F::Output: 'static,
     {
         let header = TaskHeader::new(self.shared.clone());
         let state = JoinState::new();
-        self.spawn_with(fut, state.clone(), header.clone());
+        // SAFETY: the caller's promise; the header is new, so nobody cancelled it.
+        let body = unsafe { TaskBox::place(&mut self.blocks.borrow_mut(), fut, state.clone()) };
+        self.insert_task(header.clone(), body);
         JoinHandle::new(state, Some(header))
     }
 
@@ -106,16 +119,20 @@ impl Core {
             state.finish(Err(super::task::JoinError::Cancelled));
             return;
         }
-        let task = TaskFuture::new(fut, state);
+        let fut = std::mem::ManuallyDrop::new(fut);
+        // SAFETY: `fut` is valid, moved out once by the call and never used again.
+        let body = unsafe { TaskBox::place(&mut self.blocks.borrow_mut(), &*fut, state) };
+        self.insert_task(header, body);
+    }
+
+    /// Puts a placed task in the slab and queues its first poll.
+    #[inline]
+    fn insert_task(&self, header: Arc<TaskHeader>, body: TaskBox) {
         let mut tasks = self.tasks.borrow_mut();
         let entry = tasks.vacant_entry();
         header.key.store(entry.key(), Ordering::Release);
         header.notified.store(true, Ordering::Release);
         let ready = RunQueueEntry::of(&header);
-        let body: Pin<Box<TaskBody<dyn Future<Output = ()>>>> = Box::pin(TaskBody {
-            running: std::cell::Cell::new(false),
-            future: task,
-        });
         entry.insert(TaskEntry { header, body });
         self.queue.push(ready);
     }
@@ -154,24 +171,23 @@ impl Core {
         let body: *mut TaskBody<dyn Future<Output = ()>> = {
             let mut tasks = self.tasks.borrow_mut();
             match tasks.get_mut(ready.key) {
-                Some(e)
-                    if Arc::as_ptr(&e.header) as usize == ready.header && !e.body.running.get() =>
-                {
+                Some(e) if Arc::as_ptr(&e.header) as usize == ready.header && !e.body.running() => {
                     // Clear before polling, so a wake during the poll queues it again.
                     e.header.notified.store(false, Ordering::Release);
                     if e.header.cancelled.load(Ordering::Acquire) {
                         let entry = tasks.remove(ready.key);
                         drop(tasks);
-                        drop(entry); // reports Cancelled, cancels the task's I/O
+                        self.release(entry); // reports Cancelled, cancels the task's I/O
                         return;
                     }
-                    e.body.running.set(true);
-                    // SAFETY: only a pointer is taken; nothing is moved out of the pin.
-                    // The body stays on the heap where it was pinned, and its entry is
-                    // not removed while `running` (only this function removes entries of
-                    // a live core, and it skips running ones; `shutdown` leaks them), so
-                    // the pointer stays valid for the poll even if the slab grows.
-                    unsafe { Pin::get_unchecked_mut(e.body.as_mut()) as *mut _ }
+                    // The body stays in its block, and its entry is not removed while
+                    // `running` (only this function removes entries of a live core, and
+                    // it skips running ones; `shutdown` leaks them), so the pointer
+                    // stays valid for the poll even if the slab grows.
+                    let body = e.body.as_ptr();
+                    // SAFETY: the body is alive (its entry is); `running` is a `Cell`.
+                    unsafe { (*body).running.set(true) };
+                    body
                 }
                 _ => return, // finished already (a stale wake), or running (nested turn)
             }
@@ -188,12 +204,20 @@ impl Core {
         match poll {
             Poll::Ready(()) => {
                 let entry = self.tasks.borrow_mut().remove(ready.key);
-                drop(entry);
+                self.release(entry);
             }
             // SAFETY: the body is still where it was: its entry was not removed while
             // `running` (see above), and the poll's borrow of it has ended.
             Poll::Pending => unsafe { (*body).running.set(false) },
         }
+    }
+
+    /// Drops a finished or cancelled task; its block is kept for the next task.
+    #[inline]
+    fn release(&self, entry: TaskEntry) {
+        let TaskEntry { header, body } = entry;
+        body.recycle(&self.blocks);
+        drop(header);
     }
 
     /// Takes in what other threads sent. The flag is checked every turn; the queue is
@@ -380,7 +404,7 @@ impl Core {
             // being polled (this runs inside its poll) cannot be dropped under itself:
             // it is leaked.
             for entry in entries {
-                if entry.body.running.get() {
+                if entry.body.running() {
                     std::mem::forget(entry);
                 } else {
                     drop(entry);

@@ -14,6 +14,7 @@ mod core;
 mod core_loop;
 mod run_queue;
 mod task;
+mod task_blocks;
 mod task_waker;
 
 use std::future::Future;
@@ -396,12 +397,17 @@ impl<T> Drop for CancelUnlessRun<T> {
 ///
 /// Panics outside a runtime. Dropping the returned handle cancels the task; see
 /// [`JoinHandle`].
+#[inline(always)]
 pub fn spawn<F>(fut: F) -> JoinHandle<F::Output>
 where
     F: Future + 'static,
     F::Output: 'static,
 {
-    context::with_core(|c| c.spawn(fut))
+    // Not through `with_core` nor `Core::spawn`: each would hold one more copy of the
+    // future (see `Core::spawn_from`).
+    let fut = std::mem::ManuallyDrop::new(fut);
+    // SAFETY: `fut` is valid, moved out once by the call and never used again.
+    unsafe { context::current_core().spawn_from(&*fut) }
 }
 
 /// Index of the current core (0 is the `block_on` thread).

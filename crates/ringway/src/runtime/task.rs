@@ -248,11 +248,21 @@ pub(crate) struct TaskFuture<F: Future> {
 }
 
 impl<F: Future> TaskFuture<F> {
-    pub(super) fn new(fut: F, state: Arc<JoinState<F::Output>>) -> Self {
-        TaskFuture {
-            fut,
-            state,
-            done: false,
+    /// Writes the wrapper of the future at `fut` at `dst` field by field, the future
+    /// copied bitwise once, straight to where it will be polled.
+    ///
+    /// # Safety
+    ///
+    /// `dst` is valid for writes and aligned for `TaskFuture<F>` (what it held is
+    /// overwritten without being dropped); `fut` points at a valid future that the
+    /// caller neither uses nor drops afterwards.
+    #[inline(always)]
+    pub(super) unsafe fn write(dst: *mut Self, fut: *const F, state: Arc<JoinState<F::Output>>) {
+        // SAFETY: the caller's promises; each field is written once.
+        unsafe {
+            std::ptr::addr_of_mut!((*dst).state).write(state);
+            std::ptr::addr_of_mut!((*dst).done).write(false);
+            std::ptr::copy_nonoverlapping(fut, std::ptr::addr_of_mut!((*dst).fut), 1);
         }
     }
 }
