@@ -15,7 +15,9 @@
 //! The client opens one connection at a time (connect, one request, read the response,
 //! close), so both servers see the same sequence and the count does not depend on how
 //! many connections a loop turn finds. The server's syscalls are counted by the kernel's
-//! tracepoints (`perf stat -p PID`) over the whole client run.
+//! tracepoints (`perf stat -p PID`) over the whole client run. A malformed request on a
+//! new connection is counted the same way: its polite close makes no syscall outside
+//! the ring either.
 
 mod common;
 use common::ringway_binary;
@@ -68,7 +70,7 @@ struct PerRequest {
     sqes: f64,
 }
 
-fn count(argv: &[String]) -> PerRequest {
+fn count(argv: &[String], request: fn(&str)) -> PerRequest {
     let mut server = Watched::spawn(None, argv).expect("start the server");
     let line = server
         .wait_for_line(
@@ -84,7 +86,7 @@ fn count(argv: &[String]) -> PerRequest {
         .to_string();
     // Warm-up: slabs, pools and the first connections' costs out of the count.
     for _ in 0..50 {
-        one_request(&addr);
+        request(&addr);
     }
     let out = std::env::temp_dir().join(format!(
         "ringway-newconn-{}-{}",
@@ -102,7 +104,7 @@ fn count(argv: &[String]) -> PerRequest {
         .expect("start perf (apt-get install linux-perf)");
     std::thread::sleep(Duration::from_millis(500));
     for _ in 0..REQUESTS {
-        one_request(&addr);
+        request(&addr);
     }
     // The last connection's close reaches the server before perf stops.
     std::thread::sleep(Duration::from_millis(200));
@@ -133,28 +135,13 @@ fn a_new_connection_costs_at_most_the_floors_syscalls() {
         Command::new("perf").arg("--version").output().is_ok(),
         "perf is missing: apt-get install linux-perf (scripts/test installs it on CI)"
     );
-    let ringway = ringway_binary();
-    let ringway_argv: Vec<String> = [
-        ringway.to_str().unwrap(),
-        "serve",
-        "--hello",
-        "--threads",
-        "1",
-        "--backend",
-        "uring",
-        "--no-access-log",
-        "--bind",
-        "127.0.0.1:0",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let ringway_argv = ringway_hello_argv();
     let floor_argv: Vec<String> = [env!("CARGO_BIN_EXE_http-floor"), "--bind", "127.0.0.1:0"]
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let ringway = count(&ringway_argv);
-    let floor = count(&floor_argv);
+    let ringway = count(&ringway_argv, one_request);
+    let floor = count(&floor_argv, one_request);
     println!("per request on a new connection: ringway {ringway:?}, floor {floor:?}");
     // Nothing outside the ring per connection: every syscall is an io_uring_enter.
     assert!(
@@ -182,5 +169,63 @@ fn a_new_connection_costs_at_most_the_floors_syscalls() {
         "ringway {:.2} syscalls per request, the floor {:.2}: {ringway:?} {floor:?}",
         ringway.syscalls,
         floor.syscalls
+    );
+}
+
+/// `ringway serve --hello` on one core, io_uring, on a free port.
+fn ringway_hello_argv() -> Vec<String> {
+    let ringway = ringway_binary();
+    [
+        ringway.to_str().unwrap(),
+        "serve",
+        "--hello",
+        "--threads",
+        "1",
+        "--backend",
+        "uring",
+        "--no-access-log",
+        "--bind",
+        "127.0.0.1:0",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// A malformed request on a new connection: its 400, then end of stream while the
+/// connection is still open (the server shut its direction down before its lingering
+/// close); the client closes only after that.
+fn one_malformed_request(addr: &str) {
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: a\r\nno colon here\r\n\r\n")
+        .expect("write");
+    let mut got = Vec::new();
+    s.read_to_end(&mut got)
+        .expect("the 400, then end of stream");
+    assert!(got.starts_with(b"HTTP/1.1 400 "), "{got:?}");
+}
+
+/// A malformed request gets its 400 and a polite close (shutdown of the server's
+/// direction, lingering, close) with no syscall outside the ring: the shutdown is an
+/// `IORING_OP_SHUTDOWN` (it was a `shutdown(2)` per connection until this test), so a
+/// connection costs four io_uring requests: the multishot receive, the send, the
+/// shutdown and the close.
+#[test]
+fn a_malformed_request_is_closed_through_the_ring() {
+    let ringway = count(&ringway_hello_argv(), one_malformed_request);
+    println!("per malformed request on a new connection: {ringway:?}");
+    assert!(
+        ringway.shutdown < 0.01 && ringway.close < 0.01 && ringway.setsockopt < 0.01,
+        "ringway made syscalls outside the ring per connection: {ringway:?}"
+    );
+    assert!(
+        ringway.syscalls - ringway.enters < 0.01,
+        "ringway made syscalls besides io_uring_enter: {ringway:?}"
+    );
+    assert!(
+        (3.9..=4.05).contains(&ringway.sqes),
+        "{:.2} io_uring requests per connection, expected 4 (receive, send, shutdown, close): {ringway:?}",
+        ringway.sqes
     );
 }

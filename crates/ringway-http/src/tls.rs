@@ -152,6 +152,6 @@ impl Transport for Tls {
         self.conn.send_close_notify();
         let _ = self.flush_tls().await;
         let _ = self.stream.flush().await;
-        let _ = self.stream.shutdown(std::net::Shutdown::Write);
+        let _ = self.stream.close_write().await;
     }
 }

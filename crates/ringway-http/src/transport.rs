@@ -138,7 +138,7 @@ impl Transport for Tcp {
     }
 
     async fn close_write(&mut self) {
-        let _ = self.stream.shutdown(std::net::Shutdown::Write);
+        let _ = self.stream.close_write().await;
     }
 
     fn splice_target(&self) -> Option<RawFd> {

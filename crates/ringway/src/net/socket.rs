@@ -181,16 +181,22 @@ impl Socket {
     }
 
     pub(super) fn shutdown(&self, how: std::net::Shutdown) -> io::Result<()> {
-        let how = match how {
-            std::net::Shutdown::Read => libc::SHUT_RD,
-            std::net::Shutdown::Write => libc::SHUT_WR,
-            std::net::Shutdown::Both => libc::SHUT_RDWR,
-        };
         // SAFETY: no pointers.
-        if unsafe { libc::shutdown(self.fd(), how) } < 0 {
+        if unsafe { libc::shutdown(self.fd(), shut_how(how)) } < 0 {
             return Err(io::Error::last_os_error());
         }
         Ok(())
+    }
+
+    /// [`shutdown`](Self::shutdown) as an operation of the driver: on io_uring an
+    /// `IORING_OP_SHUTDOWN` that enters the kernel with the turn's other requests, so it
+    /// costs no syscall of its own; on epoll `shutdown(2)`, at submission.
+    pub(super) async fn shutdown_op(&self, how: std::net::Shutdown) -> io::Result<()> {
+        let op = crate::driver::op::Shutdown {
+            fd: self.fd(),
+            how: shut_how(how),
+        };
+        OpFuture::new(ops::ResultOnly(op.into())).await.map(drop)
     }
 
     pub(super) fn read<B: IoBufMut + Unpin>(&self, buf: B) -> OpFuture<Read<B>> {
@@ -550,5 +556,14 @@ impl<B: IoBuf + Unpin> std::fmt::Debug for WriteAll<'_, B> {
             .field("total", &self.total)
             .field("done", &self.done)
             .finish()
+    }
+}
+
+/// `how` as `shutdown(2)` takes it.
+fn shut_how(how: std::net::Shutdown) -> i32 {
+    match how {
+        std::net::Shutdown::Read => libc::SHUT_RD,
+        std::net::Shutdown::Write => libc::SHUT_WR,
+        std::net::Shutdown::Both => libc::SHUT_RDWR,
     }
 }

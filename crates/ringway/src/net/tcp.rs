@@ -360,9 +360,43 @@ impl TcpStream {
         self.socket.nodelay()
     }
 
-    /// Shuts down reading, writing or both.
+    /// Shuts down reading, writing or both, now (`shutdown(2)`).
     pub fn shutdown(&self, how: std::net::Shutdown) -> io::Result<()> {
         self.socket.shutdown(how)
+    }
+
+    /// Shuts down the write direction through the driver: the peer reads end of stream
+    /// after everything sent before. On io_uring it is an `IORING_OP_SHUTDOWN` that goes
+    /// into the kernel with the turn's other requests, so a server that closes politely
+    /// makes no syscall outside the ring for it; on epoll it is `shutdown(2)`. A send
+    /// started with [`send_all`](Self::send_all) may still be in flight: await
+    /// [`flush`](Self::flush) first.
+    ///
+    /// ```
+    /// # ringway::start(async {
+    /// let listener = ringway::net::TcpListener::bind("127.0.0.1:0")?;
+    /// let addr = listener.local_addr()?;
+    /// ringway::spawn(async move {
+    ///     let (mut conn, _) = listener.accept().await.unwrap();
+    ///     conn.write_all(b"bye".to_vec()).await.0.unwrap();
+    ///     conn.close_write().await.unwrap();
+    /// })
+    /// .detach();
+    /// let mut client = ringway::net::TcpStream::connect(addr).await?;
+    /// let mut got = Vec::new();
+    /// loop {
+    ///     let (n, buf) = client.read(vec![0u8; 64]).await;
+    ///     match n? {
+    ///         0 => break, // end of stream: the server's direction is shut down
+    ///         n => got.extend_from_slice(&buf[..n]),
+    ///     }
+    /// }
+    /// assert_eq!(got, b"bye");
+    /// # Ok::<_, std::io::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn close_write(&self) -> io::Result<()> {
+        self.socket.shutdown_op(std::net::Shutdown::Write).await
     }
 
     /// The remote address.
