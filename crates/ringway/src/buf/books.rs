@@ -85,6 +85,22 @@ impl Books {
         left == 0
     }
 
+    /// [`release`](Self::release) without checking `bid`: a piece's drop, whose buffer
+    /// was checked when the piece was cut.
+    ///
+    /// # Safety
+    ///
+    /// `bid` must be below the count these books were made for.
+    #[inline(always)]
+    pub(super) unsafe fn release_unchecked(&self, bid: u16) -> bool {
+        debug_assert!((bid as usize) < self.bufs.len());
+        // SAFETY: the caller promises `bid` is in range.
+        let a = unsafe { self.bufs.get_unchecked(bid as usize) };
+        let left = a.refs.get() - 1;
+        a.refs.set(left);
+        left == 0
+    }
+
     /// Buffer `bid`, whose last reference went, is available again: with its writer's
     /// reference, empty.
     pub(super) fn renew(&self, bid: u16) {

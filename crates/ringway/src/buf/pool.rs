@@ -365,7 +365,7 @@ impl BufferPool {
     /// `Ok((piece, short))`, `short` if it took less than it was offered; `Err` with the
     /// receive's result if it took nothing (0: end of stream), `-ENOBUFS` if no buffer
     /// had room.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn receive(
         &self,
         recv: impl FnOnce(*mut u8, usize) -> i32,
@@ -376,20 +376,26 @@ impl BufferPool {
         let books = &self.inner.books;
         let size = self.inner.buf_size;
         let mut bid = open.get();
-        if bid != NO_BUF && size - (books.filled(bid) as usize) < min_room(size) {
-            // Too little room left to be worth a receive: close it.
-            open.set(NO_BUF);
-            books.take_available();
-            if books.release(bid) {
-                self.inner.give_back(bid);
+        let mut off = 0;
+        if bid != NO_BUF {
+            off = books.filled(bid) as usize;
+            if size - off < min_room(size) {
+                // Too little room left to be worth a receive: close it.
+                open.set(NO_BUF);
+                books.take_available();
+                if books.release(bid) {
+                    self.inner.give_back(bid);
+                }
+                bid = NO_BUF;
             }
-            bid = NO_BUF;
         }
         if bid == NO_BUF {
             bid = free.borrow_mut().pop().ok_or(-libc::ENOBUFS)?;
             open.set(bid);
+            // A free buffer is empty (`Books::renew`).
+            off = 0;
         }
-        let off = books.filled(bid) as usize;
+        debug_assert_eq!(off, books.filled(bid) as usize);
         let room = size - off;
         // SAFETY: bytes `off..size` of buffer `bid` are handed to nobody yet: pieces
         // are cut from its start, up to `filled`.
@@ -735,7 +741,9 @@ impl DerefMut for PoolBuf {
 impl Drop for PoolBuf {
     #[inline]
     fn drop(&mut self) {
-        if self.pool.books.release(self.at.bid) {
+        // SAFETY: a piece's buffer is one of its pool's: `Books::cut` checked it against
+        // the books (a copied-out piece is buffer 0 of a pool of one).
+        if unsafe { self.pool.books.release_unchecked(self.at.bid) } {
             return self.drop_last();
         }
         // SAFETY: this is the handle's drop; `pool` is not used again.
@@ -813,6 +821,24 @@ mod tests {
         assert_eq!(b.pool_index(), None);
         assert_eq!(&b[..], b"hello", "copied out with its length");
         assert_eq!(pool.stats().in_use, 0, "the piece went back");
+    }
+
+    #[test]
+    fn pieces_outlive_their_pool_handle_and_the_last_one_frees_the_pool() {
+        let pool = BufferPool::new_ring(2, 64, true).unwrap();
+        let a = pool.provided(1, 10, BUF_MORE).unwrap();
+        // Fills the buffer: the kernel lets go of it.
+        let b = pool.provided(1, 54, 0).unwrap();
+        let inner = Rc::downgrade(&pool.inner);
+        drop(pool);
+        drop(a);
+        assert_eq!((b.len(), b.pool_index()), (54, Some(1)), "b holds the pool");
+        assert!(inner.upgrade().is_some());
+        // The buffer's last piece and the pool's last handle at once: the buffer goes
+        // back into the ring, then the pool (its memory and mapping; Miri checks both
+        // are freed, once).
+        drop(b);
+        assert!(inner.upgrade().is_none());
     }
 
     #[test]
@@ -935,8 +961,8 @@ mod tests {
 
     #[test]
     fn incremental_ring_pieces_follow_each_other_until_the_kernel_lets_go() {
-        // `IORING_CQE_F_BUF_MORE` (the crate keeps its constant private).
-        let more = 1 << 4;
+        let more = BUF_MORE;
+        assert!(io_uring::cqueue::buffer_more(more) && !io_uring::cqueue::buffer_more(!more));
         let pool = BufferPool::new_ring(4, 100, true).unwrap();
         let base = pool.ring_base();
         let a = pool.provided(0, 30, more).unwrap();
