@@ -611,11 +611,12 @@ pub struct PoolBuf {
 /// enums keep their own.
 #[derive(Clone, Copy)]
 struct Place {
+    /// The length (bits 0..20) and bits 0..12 of the offset (20..32): the length alone
+    /// is one mask, the offset two loads.
+    low: u32,
     bid: u16,
-    off: u16,
-    len: u16,
-    /// Bits 16..20 of the offset (low nibble) and of the length (high nibble).
-    high: u8,
+    /// Bits 12..20 of the offset.
+    off_high: u8,
     _tag: Tag,
 }
 
@@ -630,22 +631,21 @@ impl Place {
     fn new(bid: u16, off: u32, len: u32) -> Place {
         debug_assert!(off < 1 << 20 && len < 1 << 20);
         Place {
+            low: len | off << 20,
             bid,
-            off: off as u16,
-            len: len as u16,
-            high: ((off >> 16) as u8 & 0xf) | (((len >> 16) as u8) << 4),
+            off_high: (off >> 12) as u8,
             _tag: Tag::Piece,
         }
     }
 
     #[inline]
     fn off(self) -> usize {
-        self.off as usize | ((self.high & 0xf) as usize) << 16
+        (self.low >> 20) as usize | (self.off_high as usize) << 12
     }
 
     #[inline]
     fn len(self) -> usize {
-        self.len as usize | ((self.high >> 4) as usize) << 16
+        (self.low & 0xf_ffff) as usize
     }
 
     #[inline]
