@@ -10,6 +10,7 @@
 //! [`PoolBuf`] is the buffer a multishot receive hands out: one slot of the per-core
 //! provided-buffer pool, returned to the kernel's buffer ring when dropped.
 
+mod books;
 mod pool;
 mod share;
 

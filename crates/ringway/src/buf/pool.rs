@@ -49,12 +49,14 @@
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::io;
+use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 use std::rc::Rc;
 
 use io_uring::types::BufRingEntry;
 
+use super::books::Books;
 use super::PoolShare;
 
 /// The largest buffer a pool may have: a piece's offset and length are kept in 20 bits
@@ -110,8 +112,13 @@ struct PoolInner {
     mem: NonNull<u8>,
     buf_size: usize,
     count: u16,
-    /// Pieces alive (`PoolBuf`s of this pool).
-    in_use: Cell<usize>,
+    /// Per buffer, its references and how far it is filled. A copied-out piece's pool
+    /// has books of its one buffer too, so that a piece's drop need not ask which kind
+    /// of pool it is in.
+    books: Books,
+    /// `BUF_MORE` on a ring registered with `IOU_PBUF_RING_INC`, otherwise 0: the CQE
+    /// flag that says the kernel goes on filling the buffer after a completion.
+    more: u32,
     /// Pieces cut, ever.
     pieces: Cell<u64>,
     /// Set whenever a buffer comes back; the driver clears it when it re-arms starved
@@ -131,10 +138,6 @@ enum Store {
         map_len: usize,
         /// Our copy of the tail; published to the kernel with a release store.
         tail: Cell<u16>,
-        /// Registered with `IOU_PBUF_RING_INC`: the kernel says (`IORING_CQE_F_BUF_MORE`)
-        /// whether it goes on filling a buffer after a completion.
-        incremental: bool,
-        books: Books,
     },
     /// epoll: the driver fills buffers itself, one at a time (`open`).
     List {
@@ -142,7 +145,6 @@ enum Store {
         /// The buffer being filled (`NO_BUF` if none): later receives go on after the
         /// bytes of the earlier ones.
         open: Cell<u16>,
-        books: Books,
     },
     /// One piece copied out of a pool ([`PoolBuf::unshare`]): the memory is freed with
     /// its last handle.
@@ -151,72 +153,9 @@ enum Store {
 
 const NO_BUF: u16 = u16::MAX;
 
-/// Per buffer: how many references keep it out of the ring (pieces alive, plus one
-/// while it may still be written into), and how many bytes have been handed out of it
-/// since it was last given to the kernel.
-struct Books {
-    refs: Box<[Cell<u32>]>,
-    filled: Box<[Cell<u32>]>,
-    /// Buffers that can take bytes now: in the ring (the one the kernel is filling
-    /// included), or for epoll free or open.
-    available: Cell<usize>,
-    /// The least `available` has been (for [`PoolStats::peak_pinned`]).
-    lowest: Cell<usize>,
-}
-
-impl Books {
-    fn new(count: u16) -> Books {
-        Books {
-            refs: (0..count).map(|_| Cell::new(1)).collect(),
-            filled: (0..count).map(|_| Cell::new(0)).collect(),
-            available: Cell::new(count as usize),
-            lowest: Cell::new(count as usize),
-        }
-    }
-
-    /// Records a piece of `len` bytes cut from buffer `bid`; returns its offset.
-    /// `open`: the buffer may still take more bytes (its writer keeps its reference).
-    #[inline]
-    fn cut(&self, bid: u16, len: u32, open: bool) -> u32 {
-        let b = bid as usize;
-        let off = self.filled[b].get();
-        self.filled[b].set(off + len);
-        if open {
-            self.refs[b].set(self.refs[b].get() + 1);
-        } else {
-            // The writer's reference becomes the piece's: the count does not change.
-            self.take_available();
-        }
-        off
-    }
-
-    /// One buffer fewer can take bytes (it is full or closed, and pinned by its pieces).
-    #[inline]
-    fn take_available(&self) {
-        let left = self.available.get() - 1;
-        self.available.set(left);
-        if left < self.lowest.get() {
-            self.lowest.set(left);
-        }
-    }
-
-    /// Drops one reference of buffer `bid`; true if that was the last (the buffer can
-    /// go back, and its books are reset for its next life).
-    #[inline]
-    fn release(&self, bid: u16) -> bool {
-        let r = &self.refs[bid as usize];
-        let left = r.get() - 1;
-        if left > 0 {
-            r.set(left);
-            return false;
-        }
-        // Back with its writer's reference.
-        r.set(1);
-        self.filled[bid as usize].set(0);
-        self.available.set(self.available.get() + 1);
-        true
-    }
-}
+/// `IORING_CQE_F_BUF_MORE` (the io-uring crate keeps its constant private): the kernel
+/// goes on filling the completion's buffer.
+const BUF_MORE: u32 = 1 << 4;
 
 impl BufferPool {
     /// A pool backed by a provided-buffer ring for io_uring. `count` must be a power of
@@ -250,12 +189,11 @@ impl BufferPool {
         let pool = Self::with_store(
             count,
             buf_size,
+            if incremental { BUF_MORE } else { 0 },
             Store::Ring {
                 base,
                 map_len,
                 tail: Cell::new(0),
-                incremental,
-                books: Books::new(count),
             },
         );
         for bid in 0..count {
@@ -279,20 +217,20 @@ impl BufferPool {
         Ok(Self::with_store(
             count,
             buf_size,
+            0,
             Store::List {
                 free: RefCell::new(free),
                 open: Cell::new(NO_BUF),
-                books: Books::new(count),
             },
         ))
     }
 
-    fn with_store(count: u16, buf_size: usize, store: Store) -> Self {
+    fn with_store(count: u16, buf_size: usize, more: u32, store: Store) -> Self {
         assert!(count > 0 && buf_size > 0, "empty buffer pool");
         let total = count as usize * buf_size;
         let mem: Box<[u8]> = vec![0u8; total].into_boxed_slice();
         BufferPool {
-            inner: Rc::new(PoolInner::with_mem(mem, buf_size, count, store)),
+            inner: Rc::new(PoolInner::with_mem(mem, buf_size, count, more, store)),
         }
     }
 
@@ -317,7 +255,7 @@ impl BufferPool {
     /// them itself), on io_uring if the ring was registered with `IOU_PBUF_RING_INC`.
     pub fn is_incremental(&self) -> bool {
         match &self.inner.store {
-            Store::Ring { incremental, .. } => *incremental,
+            Store::Ring { .. } => self.inner.more != 0,
             _ => true,
         }
     }
@@ -367,26 +305,21 @@ impl BufferPool {
 
     /// Current counts.
     pub fn stats(&self) -> PoolStats {
-        let lowest = match &self.inner.store {
-            Store::Ring { books, .. } | Store::List { books, .. } => books.lowest.get(),
-            Store::Copy => 0,
-        };
+        let books = &self.inner.books;
         PoolStats {
             total: self.inner.count as usize,
-            in_use: self.inner.in_use.get(),
+            in_use: books.in_use(),
             buf_size: self.inner.buf_size,
             free: self.free_count(),
             pieces: self.inner.pieces.get(),
             share: self.share(),
-            peak_pinned: self.inner.count as usize - lowest,
+            peak_pinned: self.inner.count as usize - books.lowest(),
         }
     }
 
     /// Starts [`PoolStats::peak_pinned`] again from what is pinned now.
     pub fn reset_peak(&self) {
-        if let Store::Ring { books, .. } | Store::List { books, .. } = &self.inner.store {
-            books.lowest.set(books.available.get());
-        }
+        self.inner.books.reset_lowest();
     }
 
     /// io_uring: the piece of buffer `bid` that a completion with `result` and CQE
@@ -399,15 +332,13 @@ impl BufferPool {
     /// recycled at once.
     #[inline]
     pub(crate) fn provided(&self, bid: u16, result: i32, flags: u32) -> Option<PoolBuf> {
-        let Store::Ring {
-            incremental, books, ..
-        } = &self.inner.store
-        else {
+        let Store::Ring { .. } = &self.inner.store else {
             unreachable!("a provided buffer from a list pool")
         };
         debug_assert!(bid < self.inner.count);
         if result <= 0 {
-            if !*incremental {
+            if self.inner.more == 0 {
+                let books = &self.inner.books;
                 books.take_available();
                 if books.release(bid) {
                     self.inner.give_back(bid);
@@ -419,17 +350,12 @@ impl BufferPool {
     }
 
     /// [`provided`](Self::provided) for a completion known to carry `len > 0` bytes.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn provided_bytes(&self, bid: u16, len: u32, flags: u32) -> PoolBuf {
-        let Store::Ring {
-            incremental, books, ..
-        } = &self.inner.store
-        else {
-            unreachable!("a provided buffer from a list pool")
-        };
+        debug_assert!(matches!(self.inner.store, Store::Ring { .. }));
         debug_assert!(bid < self.inner.count && len > 0);
-        let open = *incremental && io_uring::cqueue::buffer_more(flags);
-        let off = books.cut(bid, len, open);
+        let open = flags & self.inner.more != 0;
+        let off = self.inner.books.cut(bid, len, open);
         debug_assert!(off as usize + len as usize <= self.inner.buf_size);
         self.inner.piece(bid, off, len)
     }
@@ -439,30 +365,37 @@ impl BufferPool {
     /// `Ok((piece, short))`, `short` if it took less than it was offered; `Err` with the
     /// receive's result if it took nothing (0: end of stream), `-ENOBUFS` if no buffer
     /// had room.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn receive(
         &self,
         recv: impl FnOnce(*mut u8, usize) -> i32,
     ) -> Result<(PoolBuf, bool), i32> {
-        let Store::List { free, open, books } = &self.inner.store else {
+        let Store::List { free, open } = &self.inner.store else {
             unreachable!("a receive into a ring pool")
         };
+        let books = &self.inner.books;
         let size = self.inner.buf_size;
         let mut bid = open.get();
-        if bid != NO_BUF && size - (books.filled[bid as usize].get() as usize) < min_room(size) {
-            // Too little room left to be worth a receive: close it.
-            open.set(NO_BUF);
-            books.take_available();
-            if books.release(bid) {
-                self.inner.give_back(bid);
+        let mut off = 0;
+        if bid != NO_BUF {
+            off = books.filled(bid) as usize;
+            if size - off < min_room(size) {
+                // Too little room left to be worth a receive: close it.
+                open.set(NO_BUF);
+                books.take_available();
+                if books.release(bid) {
+                    self.inner.give_back(bid);
+                }
+                bid = NO_BUF;
             }
-            bid = NO_BUF;
         }
         if bid == NO_BUF {
             bid = free.borrow_mut().pop().ok_or(-libc::ENOBUFS)?;
             open.set(bid);
+            // A free buffer is empty (`Books::renew`).
+            off = 0;
         }
-        let off = books.filled[bid as usize].get() as usize;
+        debug_assert_eq!(off, books.filled(bid) as usize);
         let room = size - off;
         // SAFETY: bytes `off..size` of buffer `bid` are handed to nobody yet: pieces
         // are cut from its start, up to `filled`.
@@ -502,7 +435,7 @@ impl BufferPool {
     /// open with room).
     pub(crate) fn free_count(&self) -> usize {
         match &self.inner.store {
-            Store::Ring { books, .. } | Store::List { books, .. } => books.available.get(),
+            Store::Ring { .. } | Store::List { .. } => self.inner.books.available(),
             Store::Copy => 0,
         }
     }
@@ -526,14 +459,15 @@ fn check_size(buf_size: usize) -> io::Result<()> {
 }
 
 impl PoolInner {
-    fn with_mem(mem: Box<[u8]>, buf_size: usize, count: u16, store: Store) -> PoolInner {
+    fn with_mem(mem: Box<[u8]>, buf_size: usize, count: u16, more: u32, store: Store) -> PoolInner {
         debug_assert_eq!(mem.len(), buf_size * count as usize);
         let mem = NonNull::new(Box::into_raw(mem).cast::<u8>()).expect("box is non-null");
         PoolInner {
             mem,
             buf_size,
             count,
-            in_use: Cell::new(0),
+            books: Books::new(count),
+            more,
             pieces: Cell::new(0),
             returned: Cell::new(false),
             share: Cell::new(PoolShare::default().buffers(count)),
@@ -556,31 +490,27 @@ impl PoolInner {
 
     /// A handle on `len` bytes at `off` of buffer `bid` (its reference is counted by
     /// the caller).
-    #[inline]
+    #[inline(always)]
     fn piece(self: &Rc<Self>, bid: u16, off: u32, len: u32) -> PoolBuf {
-        self.in_use.set(self.in_use.get() + 1);
         self.pieces.set(self.pieces.get() + 1);
         PoolBuf::new(self.clone(), bid, off, len)
     }
 
     /// A piece of buffer `bid` was dropped (or copied out).
-    #[inline]
+    #[inline(always)]
     fn release(&self, bid: u16) {
-        match &self.store {
-            Store::Ring { books, .. } | Store::List { books, .. } => {
-                self.in_use.set(self.in_use.get() - 1);
-                if books.release(bid) {
-                    self.give_back(bid);
-                }
-            }
-            // Freed with its handle.
-            Store::Copy => {}
+        if self.books.release(bid) {
+            self.give_back(bid);
         }
     }
 
-    /// Buffer `bid` is free: back into the ring (or the free list).
-    #[inline]
+    /// Buffer `bid`'s last reference went (see [`Books::release`]): back into the ring
+    /// (or the free list; a copied-out piece's memory is freed with its handle). Once
+    /// per buffer's life, not per piece: out of the pieces' way.
+    #[cold]
+    #[inline(never)]
     fn give_back(&self, bid: u16) {
+        self.books.renew(bid);
         match &self.store {
             Store::Ring { base, tail, .. } => {
                 let at = tail.get();
@@ -667,7 +597,9 @@ impl Drop for PoolInner {
 /// completions wait) is copied out of the pool into memory of its own, so that a stalled
 /// reader never holds the core's pool: `pool_index` is then `None`.
 pub struct PoolBuf {
-    pool: Rc<PoolInner>,
+    /// Dropped by hand in `Drop`, after the piece's release: the common drop (not the
+    /// buffer's last piece) then makes no call.
+    pool: ManuallyDrop<Rc<PoolInner>>,
     at: Place,
 }
 
@@ -679,11 +611,12 @@ pub struct PoolBuf {
 /// enums keep their own.
 #[derive(Clone, Copy)]
 struct Place {
+    /// The length (bits 0..20) and bits 0..12 of the offset (20..32): the length alone
+    /// is one mask, the offset two loads.
+    low: u32,
     bid: u16,
-    off: u16,
-    len: u16,
-    /// Bits 16..20 of the offset (low nibble) and of the length (high nibble).
-    high: u8,
+    /// Bits 12..20 of the offset.
+    off_high: u8,
     _tag: Tag,
 }
 
@@ -698,22 +631,21 @@ impl Place {
     fn new(bid: u16, off: u32, len: u32) -> Place {
         debug_assert!(off < 1 << 20 && len < 1 << 20);
         Place {
+            low: len | off << 20,
             bid,
-            off: off as u16,
-            len: len as u16,
-            high: ((off >> 16) as u8 & 0xf) | (((len >> 16) as u8) << 4),
+            off_high: (off >> 12) as u8,
             _tag: Tag::Piece,
         }
     }
 
     #[inline]
     fn off(self) -> usize {
-        self.off as usize | ((self.high & 0xf) as usize) << 16
+        (self.low >> 20) as usize | (self.off_high as usize) << 12
     }
 
     #[inline]
     fn len(self) -> usize {
-        self.len as usize | ((self.high >> 4) as usize) << 16
+        (self.low & 0xf_ffff) as usize
     }
 
     #[inline]
@@ -726,7 +658,7 @@ impl PoolBuf {
     #[inline]
     fn new(pool: Rc<PoolInner>, bid: u16, off: u32, len: u32) -> PoolBuf {
         PoolBuf {
-            pool,
+            pool: ManuallyDrop::new(pool),
             at: Place::new(bid, off, len),
         }
     }
@@ -769,8 +701,8 @@ impl PoolBuf {
             bytes
         };
         let size = bytes.len();
-        let copy = Rc::new(PoolInner::with_mem(bytes, size, 1, Store::Copy));
-        let old = std::mem::replace(&mut self.pool, copy);
+        let copy = Rc::new(PoolInner::with_mem(bytes, size, 1, 0, Store::Copy));
+        let old = std::mem::replace(&mut *self.pool, copy);
         let bid = self.at.bid;
         self.at = Place::new(0, 0, len as u32);
         old.release(bid);
@@ -809,7 +741,24 @@ impl DerefMut for PoolBuf {
 impl Drop for PoolBuf {
     #[inline]
     fn drop(&mut self) {
-        self.pool.release(self.at.bid);
+        // SAFETY: a piece's buffer is one of its pool's: `Books::cut` checked it against
+        // the books (a copied-out piece is buffer 0 of a pool of one).
+        if unsafe { self.pool.books.release_unchecked(self.at.bid) } {
+            return self.drop_last();
+        }
+        // SAFETY: this is the handle's drop; `pool` is not used again.
+        unsafe { ManuallyDrop::drop(&mut self.pool) }
+    }
+}
+
+impl PoolBuf {
+    /// The drop of its buffer's last piece: the buffer goes back, then the handle.
+    #[cold]
+    #[inline(never)]
+    fn drop_last(&mut self) {
+        self.pool.give_back(self.at.bid);
+        // SAFETY: called from the handle's drop, as its last use of `pool`.
+        unsafe { ManuallyDrop::drop(&mut self.pool) }
     }
 }
 
@@ -872,6 +821,24 @@ mod tests {
         assert_eq!(b.pool_index(), None);
         assert_eq!(&b[..], b"hello", "copied out with its length");
         assert_eq!(pool.stats().in_use, 0, "the piece went back");
+    }
+
+    #[test]
+    fn pieces_outlive_their_pool_handle_and_the_last_one_frees_the_pool() {
+        let pool = BufferPool::new_ring(2, 64, true).unwrap();
+        let a = pool.provided(1, 10, BUF_MORE).unwrap();
+        // Fills the buffer: the kernel lets go of it.
+        let b = pool.provided(1, 54, 0).unwrap();
+        let inner = Rc::downgrade(&pool.inner);
+        drop(pool);
+        drop(a);
+        assert_eq!((b.len(), b.pool_index()), (54, Some(1)), "b holds the pool");
+        assert!(inner.upgrade().is_some());
+        // The buffer's last piece and the pool's last handle at once: the buffer goes
+        // back into the ring, then the pool (its memory and mapping; Miri checks both
+        // are freed, once).
+        drop(b);
+        assert!(inner.upgrade().is_none());
     }
 
     #[test]
@@ -994,8 +961,8 @@ mod tests {
 
     #[test]
     fn incremental_ring_pieces_follow_each_other_until_the_kernel_lets_go() {
-        // `IORING_CQE_F_BUF_MORE` (the crate keeps its constant private).
-        let more = 1 << 4;
+        let more = BUF_MORE;
+        assert!(io_uring::cqueue::buffer_more(more) && !io_uring::cqueue::buffer_more(!more));
         let pool = BufferPool::new_ring(4, 100, true).unwrap();
         let base = pool.ring_base();
         let a = pool.provided(0, 30, more).unwrap();
