@@ -10,7 +10,7 @@ use ringway::{Backend, Runtime};
 use ringway_load::cli::backend_parser;
 
 /// `--backend`, `--threads`, `--pin`, `--pool-buffers`, `--pool-buffer-size`,
-/// `--whole-pool-buffers`, `--pool-share`.
+/// `--incremental-pool-buffers`, `--whole-pool-buffers`, `--pool-share`.
 #[derive(Debug, Args)]
 pub(crate) struct RuntimeArgs {
     /// I/O backend (default: auto, or RINGWAY_BACKEND if set).
@@ -22,7 +22,7 @@ pub(crate) struct RuntimeArgs {
     /// Pin each worker to its CPU.
     #[arg(long)]
     pub pin: bool,
-    /// Receive buffers per core (a power of two, at most 32768; default 64): with
+    /// Receive buffers per core (a power of two, at most 32768; default 128): with
     /// --pool-buffer-size, the memory each core's multishot receives fill.
     #[arg(long, value_name = "N", value_parser = parse_pool_buffers)]
     pub pool_buffers: Option<u16>,
@@ -30,8 +30,13 @@ pub(crate) struct RuntimeArgs {
     /// 512KiB).
     #[arg(long, value_name = "SIZE", value_parser = parse_pool_buffer_size)]
     pub pool_buffer_size: Option<usize>,
-    /// Each receive takes a whole pool buffer, instead of filling buffers piece after
-    /// piece (io_uring; for measuring what incremental buffers buy).
+    /// Receives fill each pool buffer piece after piece (io_uring:
+    /// IOU_PBUF_RING_INC) instead of taking a whole buffer each, the default (for
+    /// measuring the difference; epoll always fills piece after piece).
+    #[arg(long, conflicts_with = "whole_pool_buffers")]
+    pub incremental_pool_buffers: bool,
+    /// Each receive takes a whole pool buffer (io_uring; the default, kept so that
+    /// earlier commands still run).
     #[arg(long)]
     pub whole_pool_buffers: bool,
     /// What one connection's unread bytes may pin of its core's receive buffers before
@@ -60,7 +65,9 @@ impl RuntimeArgs {
                 self.pool_buffer_size.unwrap_or(defaults.pool_buf_size),
             );
         }
-        if self.whole_pool_buffers {
+        if self.incremental_pool_buffers {
+            b.incremental_pool(true);
+        } else if self.whole_pool_buffers {
             b.incremental_pool(false);
         }
         if let Some(share) = self.pool_share {

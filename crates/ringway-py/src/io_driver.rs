@@ -107,8 +107,8 @@ pub struct IoStats {
 /// Buffers in the loop's receive pool: see [`POOL_BUF_SIZE`].
 pub const POOL_BUFFERS: u16 = 4;
 
-/// The size of each buffer of the loop's receive pool: four of 256 KiB (1 MiB), where
-/// the runtime's default is 64 of 64 KiB (4 MiB).
+/// The size of each buffer of the loop's receive pool: four of 256 KiB (1 MiB), filled
+/// piece after piece, where the runtime's default is 128 whole buffers of 64 KiB.
 ///
 /// Why: the loop copies every piece out of the pool in the turn it arrives (into the
 /// `bytes` object `data_received` gets, or the protocol's own buffer), so a piece pins
@@ -121,7 +121,7 @@ pub const POOL_BUFFERS: u16 = 4;
 /// Smaller pools starve: 512 KiB (4 × 128 KiB or 2 × 256 KiB) made 0.5-0.6 re-armed
 /// receives per message at that load (`bench/counts.py`), 1 MiB 0.1.
 ///
-/// `RINGWAY_PY_POOL=COUNTxSIZE` (e.g. `64x65536`, the runtime's default) overrides it,
+/// `RINGWAY_PY_POOL=COUNTxSIZE` (e.g. `64x65536`, the runtime's earlier default) overrides it,
 /// for measuring.
 pub const POOL_BUF_SIZE: usize = 256 * 1024;
 
@@ -178,6 +178,9 @@ impl IoDriver {
             backend,
             pool_buffers,
             pool_buf_size,
+            // Four large buffers shared piece after piece by every connection; whole
+            // buffers would let four receives take the pool (see POOL_BUF_SIZE).
+            pool_incremental: true,
             ..DriverConfig::default()
         };
         Ok(IoDriver {

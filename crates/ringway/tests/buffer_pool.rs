@@ -349,7 +349,7 @@ fn a_reader_that_falls_behind_cannot_drain_the_pool(backend: Backend) {
         // What waits for the stalled reader was copied out of the pool: it holds none
         // (the one chunk it read is gone too).
         let held = pool_stats().in_use;
-        assert_eq!(held, 0, "a stalled reader holds {held} of 64 pool buffers");
+        assert_eq!(held, 0, "a stalled reader holds {held} pool buffers");
         assert!(
             driver_stats().recv_backlogged > before,
             "the receive was stopped"
@@ -378,7 +378,7 @@ fn a_reader_that_falls_behind_cannot_drain_the_pool(backend: Backend) {
 
 /// One connection's share of the pool, counted: its peer sends 8 MiB that its reader
 /// does not read. The pieces waiting for that reader may pin at most the receive's share
-/// of the pool (an eighth: 8 of the default 64 buffers of 64 KiB); past it the receive
+/// of the pool (an eighth: 16 of the default 128 buffers of 64 KiB); past it the receive
 /// stops (`recv_backlogged`; `recv_share_stops` when the share, not the count of
 /// completions, stopped it), what waits is copied out, and the peer's bytes wait in
 /// TCP's window. Meanwhile another connection on the same core is served, round trip
@@ -392,7 +392,7 @@ fn a_stalled_reader_pins_at_most_its_share_of_the_pool(backend: Backend) {
         let share = pool_stats().share;
         assert_eq!(
             (pool_stats().total, share),
-            (64, 8),
+            (128, 16),
             "the default pool and its share"
         );
         let data = random_bytes(17, TOTAL);

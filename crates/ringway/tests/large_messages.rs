@@ -47,12 +47,14 @@ both!(
 /// How a test's core pool is set up.
 #[derive(Debug, Clone, Copy)]
 enum Pool {
-    /// The default: 64 buffers of 64 KiB, incremental.
+    /// The default: 128 buffers of 64 KiB, whole (io_uring).
     Default,
     /// Whole buffers (io_uring only: epoll always fills incrementally).
     Plain { count: u16, size: usize },
     /// Incremental, this small.
     Small { count: u16, size: usize },
+    /// Incremental 64 KiB buffers (`IOU_PBUF_RING_INC` on io_uring), 64 of them.
+    Incremental,
 }
 
 fn runtime(backend: Backend, pool: Pool) -> Runtime {
@@ -64,7 +66,10 @@ fn runtime(backend: Backend, pool: Pool) -> Runtime {
             b.buffer_pool(count, size).incremental_pool(false);
         }
         Pool::Small { count, size } => {
-            b.buffer_pool(count, size);
+            b.buffer_pool(count, size).incremental_pool(true);
+        }
+        Pool::Incremental => {
+            b.buffer_pool(64, 64 * 1024).incremental_pool(true);
         }
     }
     let rt = b.build().expect("build runtime");
@@ -128,7 +133,16 @@ fn closed_loop(s: &mut std::net::TcpStream, n: usize, seed: u8) {
 /// (every SQE it took, every CQE it posted). Before incremental buffers: 4 pieces, 4
 /// sends, 4 SQEs and 8 CQEs per message.
 fn a_16_kib_message_is_one_receive_and_one_send(backend: Backend) {
-    let rt = runtime(backend, Pool::Default);
+    // Whole 64 KiB buffers (the default) and incremental ones alike; epoll always fills
+    // piece after piece.
+    one_receive_and_one_send_per_16_kib(backend, Pool::Default);
+    if backend == Backend::Uring {
+        one_receive_and_one_send_per_16_kib(backend, Pool::Incremental);
+    }
+}
+
+fn one_receive_and_one_send_per_16_kib(backend: Backend, pool: Pool) {
+    let rt = runtime(backend, pool);
     rt.block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
@@ -174,7 +188,8 @@ fn a_16_kib_message_is_one_receive_and_one_send(backend: Backend) {
         let messages = (CONNS * MESSAGES) as f64;
         let pieces = (pool_stats().pieces - pool0.pieces) as f64 / messages;
         let sends = (driver_stats().sends - driver0.sends) as f64 / messages;
-        let mut line = format!("{backend:?}: {pieces:.2} receive pieces, {sends:.2} sends");
+        let mut line =
+            format!("{backend:?} {pool:?}: {pieces:.2} receive pieces, {sends:.2} sends");
         if let Some((sqes, cqes)) = kernel {
             let (sqes, cqes) = (sqes.stop() as f64 / messages, cqes.stop() as f64 / messages);
             line += &format!("; kernel: {sqes:.2} SQEs, {cqes:.2} CQEs");
@@ -262,6 +277,7 @@ fn stream_client(addr: SocketAddr, seed: u64, sizes: &[usize]) -> Result<usize, 
 fn messages_of_1_byte_to_1_mib_arrive_whole_and_in_order(backend: Backend) {
     let mut pools = vec![
         Pool::Default,
+        Pool::Incremental,
         Pool::Small {
             count: 4,
             size: 4096,

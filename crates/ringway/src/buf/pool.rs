@@ -64,8 +64,8 @@ use super::PoolShare;
 pub const MAX_POOL_BUF_SIZE: usize = 512 * 1024;
 
 /// One multishot receive may pin at most `1 / POOL_SHARE_DIVISOR` of its core's pool
-/// ([`BufferPool::share`]): with the default pool (64 buffers of 64 KiB, 4 MiB), 8
-/// buffers, 512 KiB. Beyond it the driver stops the receive (see the module docs).
+/// ([`BufferPool::share`]): with the default pool (128 buffers of 64 KiB, 8 MiB), 16
+/// buffers, 1 MiB. Beyond it the driver stops the receive (see the module docs).
 pub const POOL_SHARE_DIVISOR: usize = 8;
 
 /// A pool of equally sized buffers owned by one core. Cheap to clone (reference counted).

@@ -52,16 +52,23 @@ pub struct DriverConfig {
     pub backend: Backend,
     /// Submission queue entries (the completion queue gets four times as many).
     pub ring_entries: u32,
-    /// Buffers in the provided-buffer pool (a power of two).
+    /// Buffers in the provided-buffer pool (a power of two). The default, 128 of 64 KiB,
+    /// is 8 MiB of address space per core; a page is resident only once a receive has
+    /// written it, and an idle connection holds no buffer.
     pub pool_buffers: u16,
     /// Size of each pool buffer (at most [`MAX_POOL_BUF_SIZE`](crate::buf::MAX_POOL_BUF_SIZE)).
     pub pool_buf_size: usize,
-    /// Receives fill each pool buffer piece after piece (io_uring: `IOU_PBUF_RING_INC`,
-    /// Linux 6.12; epoll always does), so a few large buffers serve small and large
-    /// messages alike. Where the kernel refuses it, the pool becomes whole 4 KiB
-    /// buffers, as many as fit in the same memory (noted in
-    /// [`BackendInfo::fallbacks`]). `false` makes every receive take a whole buffer
-    /// (io_uring only; for measuring the difference).
+    /// io_uring: receives fill each pool buffer piece after piece (`IOU_PBUF_RING_INC`,
+    /// Linux 6.12) instead of taking a whole buffer each. Off by default: with the same
+    /// ops and the same TCP exchange, the kernel spent 10-15% more CPU per 16 KiB echoed
+    /// message receiving into incremental buffers than into whole ones, in the bench
+    /// suite's interleaved rounds (docs/measurements.md); whole 64 KiB buffers hold any
+    /// message up to 64 KiB in one piece as well. Incremental buffers cost fewer
+    /// user-space instructions per small message (a buffer goes back to the ring once
+    /// per many pieces) and pin less of the pool per small receive. Where the kernel
+    /// refuses them, the pool becomes whole 4 KiB buffers, as many as fit in the same
+    /// memory (noted in [`BackendInfo::fallbacks`]). epoll always fills its buffers
+    /// piece after piece (in user space).
     pub pool_incremental: bool,
     /// What one multishot receive may pin of the pool with pieces its reader has not
     /// taken before it is stopped (an eighth by default; see
@@ -92,9 +99,9 @@ impl Default for DriverConfig {
         DriverConfig {
             backend: Backend::Auto,
             ring_entries: 256,
-            pool_buffers: 64,
+            pool_buffers: 128,
             pool_buf_size: 64 * 1024,
-            pool_incremental: true,
+            pool_incremental: false,
             pool_share: PoolShare::default(),
             pool_pressure: true,
             sqpoll_idle: None,

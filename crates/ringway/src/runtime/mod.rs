@@ -88,7 +88,7 @@ impl Builder {
 
     /// Provided-buffer pool per core: `count` buffers (a power of two) of `size` bytes
     /// (at most [`MAX_POOL_BUF_SIZE`](crate::buf::MAX_POOL_BUF_SIZE)). The default is
-    /// 64 buffers of 64 KiB, filled piece after piece (see
+    /// 128 buffers of 64 KiB, a whole one per receive on io_uring (see
     /// [`incremental_pool`](Self::incremental_pool)).
     pub fn buffer_pool(&mut self, count: u16, size: usize) -> &mut Self {
         self.driver.pool_buffers = count;
@@ -96,8 +96,8 @@ impl Builder {
         self
     }
 
-    /// Whether receives fill each pool buffer piece after piece (the default) or take a
-    /// whole buffer each (io_uring only; see
+    /// Whether receives fill each pool buffer piece after piece or take a whole buffer
+    /// each (the default; io_uring only, epoll always fills piece after piece; see
     /// [`DriverConfig::pool_incremental`](crate::driver::DriverConfig::pool_incremental)).
     pub fn incremental_pool(&mut self, on: bool) -> &mut Self {
         self.driver.pool_incremental = on;
