@@ -121,28 +121,34 @@ pub const POOL_BUFFERS: u16 = 4;
 /// Smaller pools starve: 512 KiB (4 × 128 KiB or 2 × 256 KiB) made 0.5-0.6 re-armed
 /// receives per message at that load (`bench/counts.py`), 1 MiB 0.1.
 ///
-/// `RINGWAY_PY_POOL=COUNTxSIZE` (e.g. `64x65536`, the runtime's earlier default) overrides it,
+/// `RINGWAY_PY_POOL=COUNTxSIZE[,whole]` (e.g. `128x65536,whole`, the runtime's default) overrides it,
 /// for measuring.
 pub const POOL_BUF_SIZE: usize = 256 * 1024;
 
 /// `COUNTxSIZE` (a power of two, and bytes) from `RINGWAY_PY_POOL`.
-fn parse_pool_shape(v: &str) -> io::Result<(u16, usize)> {
+fn parse_pool_shape(v: &str) -> io::Result<(u16, usize, bool)> {
     let bad = || {
         io::Error::new(
             io::ErrorKind::InvalidInput,
             format!(
-                "RINGWAY_PY_POOL={v:?}: expected COUNTxSIZE, a power-of-two count of \
-                 buffers and their size in bytes (e.g. 4x262144)"
+                "RINGWAY_PY_POOL={v:?}: expected COUNTxSIZE[,whole], a power-of-two count \
+                 of buffers and their size in bytes (e.g. 4x262144), filled piece after \
+                 piece unless `,whole`"
             ),
         )
     };
-    let (n, size) = v.split_once('x').ok_or_else(bad)?;
+    let (shape, whole) = match v.split_once(',') {
+        Some((shape, "whole")) => (shape, true),
+        Some(_) => return Err(bad()),
+        None => (v, false),
+    };
+    let (n, size) = shape.split_once('x').ok_or_else(bad)?;
     let n: u16 = n.trim().parse().map_err(|_| bad())?;
     let size: usize = size.trim().parse().map_err(|_| bad())?;
     if !n.is_power_of_two() || size == 0 {
         return Err(bad());
     }
-    Ok((n, size))
+    Ok((n, size, !whole))
 }
 
 /// The loop's driver.
@@ -170,9 +176,10 @@ impl IoDriver {
             Some(b) => b.parse::<Backend>()?,
             None => Backend::from_env()?.unwrap_or_default(),
         };
-        let (pool_buffers, pool_buf_size) = match std::env::var("RINGWAY_PY_POOL") {
+        let (pool_buffers, pool_buf_size, pool_incremental) = match std::env::var("RINGWAY_PY_POOL")
+        {
             Ok(v) => parse_pool_shape(&v)?,
-            Err(_) => (POOL_BUFFERS, POOL_BUF_SIZE),
+            Err(_) => (POOL_BUFFERS, POOL_BUF_SIZE, true),
         };
         let cfg = DriverConfig {
             backend,
@@ -180,7 +187,7 @@ impl IoDriver {
             pool_buf_size,
             // Four large buffers shared piece after piece by every connection; whole
             // buffers would let four receives take the pool (see POOL_BUF_SIZE).
-            pool_incremental: true,
+            pool_incremental,
             ..DriverConfig::default()
         };
         Ok(IoDriver {
@@ -311,9 +318,23 @@ mod tests {
 
     #[test]
     fn pool_shape_is_count_x_size() {
-        assert_eq!(parse_pool_shape("64x65536").unwrap(), (64, 65536));
-        assert_eq!(parse_pool_shape("4x262144").unwrap(), (4, 262_144));
-        for bad in ["", "64", "x65536", "3x4096", "64x0", "64xbig", "0x4096"] {
+        assert_eq!(parse_pool_shape("64x65536").unwrap(), (64, 65536, true));
+        assert_eq!(parse_pool_shape("4x262144").unwrap(), (4, 262_144, true));
+        assert_eq!(
+            parse_pool_shape("128x65536,whole").unwrap(),
+            (128, 65536, false)
+        );
+        for bad in [
+            "",
+            "64",
+            "x65536",
+            "3x4096",
+            "64x0",
+            "64xbig",
+            "0x4096",
+            "64x4096,",
+            "64x4096,all",
+        ] {
             let e = parse_pool_shape(bad).unwrap_err();
             assert!(e.to_string().contains("expected COUNTxSIZE"), "{bad}: {e}");
         }
