@@ -129,7 +129,7 @@ mod tests {
     fn a_runtime_reports_its_pool() {
         let rt = Runtime::builder().worker_threads(2).build().unwrap();
         let r = PoolReport::collect(&rt).expect("both cores answer");
-        assert_eq!((r.total, r.share), (64, 8));
+        assert_eq!((r.total, r.share), (128, 16));
         assert_eq!(
             (r.peak_pinned, r.pressure_stops),
             (0, 0),

@@ -9,7 +9,7 @@ use super::pool::POOL_SHARE_DIVISOR;
 /// What one multishot receive may pin of its core's buffer pool with pieces its reader
 /// has not taken, before the driver stops it (see [`BufferPool::share`]).
 ///
-/// The default is an eighth ([`POOL_SHARE_DIVISOR`]): 8 of the default 64 buffers.
+/// The default is an eighth ([`POOL_SHARE_DIVISOR`]): 16 of the default 128 buffers.
 /// `Off` leaves only the driver's bound on waiting completions (16), as before the share
 /// existed: it is there to measure what the share buys (`ringway serve --pool-share
 /// off`), not to run with. Parsed from `off`, a fraction such as `1/8`, or a decimal
