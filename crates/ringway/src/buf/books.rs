@@ -103,6 +103,7 @@ impl Books {
 
     /// Buffer `bid`, whose last reference went, is available again: with its writer's
     /// reference, empty.
+    #[inline]
     pub(super) fn renew(&self, bid: u16) {
         let a = &self.bufs[bid as usize];
         debug_assert_eq!(a.refs.get(), 0);

@@ -506,8 +506,8 @@ impl PoolInner {
 
     /// Buffer `bid`'s last reference went (see [`Books::release`]): back into the ring
     /// (or the free list; a copied-out piece's memory is freed with its handle). Once
-    /// per buffer's life, not per piece: out of the pieces' way.
-    #[cold]
+    /// per buffer's life: with incremental buffers once per many pieces, with whole
+    /// ones (io_uring's default) once per receive, so it is not marked cold.
     #[inline(never)]
     fn give_back(&self, bid: u16) {
         self.books.renew(bid);
@@ -752,9 +752,9 @@ impl Drop for PoolBuf {
 }
 
 impl PoolBuf {
-    /// The drop of its buffer's last piece: the buffer goes back, then the handle.
-    #[cold]
-    #[inline(never)]
+    /// The drop of its buffer's last piece: the buffer goes back, then the handle. Every
+    /// piece's drop with whole buffers.
+    #[inline]
     fn drop_last(&mut self) {
         self.pool.give_back(self.at.bid);
         // SAFETY: called from the handle's drop, as its last use of `pool`.
