@@ -103,12 +103,22 @@ impl ResponseContext {
     #[inline]
     fn put_prepared(&self, out: &mut Vec<u8>, p: &PreparedResponse, whole: bool) {
         let now = generation();
+        let cache = self.prepared.borrow();
+        let Some(hit) = cache.iter().find(|c| c.generation == now && c.id == p.id) else {
+            drop(cache);
+            return self.put_prepared_slow(out, p, whole, now);
+        };
+        let end = if whole { hit.bytes.len() } else { hit.head };
+        out.extend_from_slice(&hit.bytes[..end]);
+    }
+
+    /// [`put_prepared`](Self::put_prepared) for a response not in the cache (at most
+    /// once per second each): formats it into the older entry. Out of line, so that
+    /// the common path is small enough to be inlined where a handler answers.
+    #[cold]
+    #[inline(never)]
+    fn put_prepared_slow(&self, out: &mut Vec<u8>, p: &PreparedResponse, whole: bool, now: u64) {
         let mut cache = self.prepared.borrow_mut();
-        if let Some(hit) = cache.iter().find(|c| c.generation == now && c.id == p.id) {
-            let end = if whole { hit.bytes.len() } else { hit.head };
-            out.extend_from_slice(&hit.bytes[..end]);
-            return;
-        }
         // The older entry (or a stale one) makes room: keep the other one first.
         if cache[0].generation == now {
             cache.swap(0, 1);
