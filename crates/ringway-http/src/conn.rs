@@ -43,7 +43,7 @@ use ringway::io::Pipe;
 use crate::body_reader::{streamed, BodyReader, Fail};
 use crate::buffers::PooledBuf;
 use crate::deadline::{coarse_now, nanos, Deadline, Elapsed};
-use crate::decoder::{Event, RequestDecoder};
+use crate::decoder::{Event, Next, RequestDecoder};
 use crate::error::{ErrorClass, HttpError};
 use crate::framing::BodyKind;
 use crate::future_box::FutureBox;
@@ -312,22 +312,25 @@ impl<T: Transport, H: ViewHandler> Conn<T, H> {
     async fn answer_batch(&mut self, head_since: &mut u64) -> Batch {
         let mut batch = self.input.bytes();
         let mut used = 0;
+        // Each request's head is scanned straight into this one place (set once per
+        // batch, not per request).
+        let mut raw = RawHead::EMPTY;
         let outcome = loop {
             let input = &batch[used..];
             if input.is_empty() {
                 break Batch::Open { empty: true };
             }
             // Read a head.
-            let raw = match self.decoder.decode(input, &self.shared.cfg) {
-                Ok((_, Event::Head(raw))) => raw,
-                Ok((_, Event::NeedMore)) => break Batch::Open { empty: false },
+            match self.decoder.next_head(input, &self.shared.cfg, &mut raw) {
+                Ok(Next::Head) => {}
+                Ok(Next::NeedMore) => break Batch::Open { empty: false },
                 Err(e) => {
                     self.refuse(&e);
                     break Batch::Close;
                 }
                 // Bodies are read by `exchange_streamed`: the decoder is between requests.
-                Ok((_, Event::Data(..) | Event::BodyEnd)) => return Batch::Abort,
-            };
+                Ok(Next::InBody) => return Batch::Abort,
+            }
             *head_since = NO_HEAD;
             self.served += 1;
             let (mut info, whole) = prepare(&raw, input.len(), self.served, &self.shared);

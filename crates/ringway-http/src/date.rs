@@ -54,11 +54,20 @@ fn refresh(d: &mut Dates, now: u64) {
 
 /// A number that changes whenever the dates do: something formatted with
 /// [`with_date`] is current while this has not changed.
+#[inline]
 pub(crate) fn generation() -> u64 {
     if TICKERS.with(Cell::get) == 0 {
-        CACHE.with(|c| refresh(&mut c.borrow_mut(), coarse_now()));
+        refresh_unticked();
     }
     GENERATION.with(Cell::get)
+}
+
+/// [`generation`] without a ticker (a lone encoder in a test): the dates are refreshed
+/// on use.
+#[cold]
+#[inline(never)]
+fn refresh_unticked() {
+    CACHE.with(|c| refresh(&mut c.borrow_mut(), coarse_now()));
 }
 
 /// Keeps this core's dates current until dropped (the server runs it as a task per

@@ -12,7 +12,7 @@ use crate::chunked::{ChunkedDecoder, Decoded};
 use crate::config::Config;
 use crate::error::{ErrorClass, HttpError};
 use crate::framing::BodyKind;
-use crate::head::{scan_head, HeadGate, RawHead, Scanned};
+use crate::head::{scan_head_into, HeadGate, RawHead};
 
 /// What one call of [`RequestDecoder::decode`] or [`BodyDecoder::decode`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +26,17 @@ pub enum Event {
     BodyEnd,
     /// Every byte given was used or is kept for later: more input is needed.
     NeedMore,
+}
+
+/// What [`RequestDecoder::next_head`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// A whole head, written where the caller asked.
+    Head,
+    /// More input is needed.
+    NeedMore,
+    /// The decoder is inside a body: nothing was decoded.
+    InBody,
 }
 
 /// Decodes one request body: `Content-Length` or chunked, bounded by
@@ -166,29 +177,67 @@ impl RequestDecoder {
         result
     }
 
-    /// [`decode`](Self::decode) between requests: a head, or more input needed.
+    /// [`decode`](Self::decode) for a caller that expects a head (the server, between
+    /// requests): a whole head is written into `head`, where the caller keeps it (a head
+    /// returned inside `(usize, Event)` was copied on its way out at every request).
+    /// [`Next::InBody`] if the decoder is inside a body (whose bytes are
+    /// [`decode`](Self::decode)'s to read).
     #[inline(always)]
-    fn head(&mut self, input: &[u8], cfg: &Config) -> Result<(usize, Event), HttpError> {
-        // The gate is asked only once a head was found unfinished: the common head
-        // arrives whole and is parsed at the first look.
-        if input.is_empty() || (self.gate.is_waiting() && !self.gate.should_parse(input, cfg)) {
-            return Ok((0, Event::NeedMore));
+    pub(crate) fn next_head(
+        &mut self,
+        input: &[u8],
+        cfg: &Config,
+        head: &mut RawHead,
+    ) -> Result<Next, HttpError> {
+        match &self.state {
+            State::Head => {}
+            State::Failed(e) => return Err(e.clone()),
+            State::Body(_) => return Ok(Next::InBody),
         }
-        match scan_head(input, cfg)? {
-            Scanned::Partial => {
-                self.gate.unfinished(input.len());
-                Ok((0, Event::NeedMore))
-            }
-            Scanned::Complete(head) => {
-                self.gate.reset();
-                self.start_body(head, cfg)?;
-                Ok((head.len, Event::Head(head)))
+        match self.head_into(input, cfg, head) {
+            Ok(true) => Ok(Next::Head),
+            Ok(false) => Ok(Next::NeedMore),
+            Err(e) => {
+                self.state = State::Failed(e.clone());
+                Err(e)
             }
         }
     }
 
-    fn start_body(&mut self, head: RawHead, cfg: &Config) -> Result<(), HttpError> {
-        match head.body {
+    /// [`decode`](Self::decode) between requests: a head, or more input needed.
+    #[inline(always)]
+    fn head(&mut self, input: &[u8], cfg: &Config) -> Result<(usize, Event), HttpError> {
+        let mut head = RawHead::EMPTY;
+        Ok(match self.head_into(input, cfg, &mut head)? {
+            true => (head.len, Event::Head(head)),
+            false => (0, Event::NeedMore),
+        })
+    }
+
+    /// A head into `head` (`true`), or more input needed (`false`).
+    #[inline(always)]
+    fn head_into(
+        &mut self,
+        input: &[u8],
+        cfg: &Config,
+        head: &mut RawHead,
+    ) -> Result<bool, HttpError> {
+        // The gate is asked only once a head was found unfinished: the common head
+        // arrives whole and is parsed at the first look.
+        if input.is_empty() || (self.gate.is_waiting() && !self.gate.should_parse(input, cfg)) {
+            return Ok(false);
+        }
+        if !scan_head_into(input, cfg, head)? {
+            self.gate.unfinished(input.len());
+            return Ok(false);
+        }
+        self.gate.reset();
+        self.start_body(head.body, cfg)?;
+        Ok(true)
+    }
+
+    fn start_body(&mut self, body: BodyKind, cfg: &Config) -> Result<(), HttpError> {
+        match body {
             BodyKind::None => {}
             BodyKind::Length(n) if n > cfg.max_body_size => {
                 return Err(HttpError::new(

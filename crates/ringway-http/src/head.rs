@@ -71,6 +71,23 @@ pub enum Scanned {
 }
 
 impl RawHead {
+    /// A placeholder for a head still to be scanned into its place (an empty `GET`).
+    pub(crate) const EMPTY: RawHead = RawHead {
+        len: 0,
+        method_start: 0,
+        method_len: 0,
+        target_start: 0,
+        target_len: 0,
+        path_len: 0,
+        fields_start: 0,
+        fields: 0,
+        version: Version::HTTP_11,
+        body: BodyKind::None,
+        keep_alive: false,
+        expect_continue: false,
+        is_head: false,
+    };
+
     /// The method token.
     pub fn method<'a>(&self, head: &'a [u8]) -> &'a str {
         let s = self.method_start as usize;
@@ -396,6 +413,8 @@ pub fn parse_head(buf: &[u8], cfg: &Config) -> Result<Parsed, HttpError> {
 pub fn scan_head(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
     scanner::scan_head(buf, cfg)
 }
+
+pub(crate) use scanner::scan_head_into;
 
 /// Decides whether a head that has not parsed yet is worth parsing again after more
 /// bytes came: always while it is short, then only when a blank line may have arrived

@@ -64,10 +64,8 @@ pub(crate) struct ResponseContext {
     pub down: Cell<bool>,
     /// `HTTP/1.1 200 OK`, the prefix and the date, formatted once per second.
     ok_head: RefCell<(u64, Vec<u8>)>,
-    /// The whole heads (but the connection's framing) of the last two prepared
-    /// responses written: (date generation, response id, bytes), formatted once per
-    /// second each.
-    prepared: RefCell<[(u64, u64, Vec<u8>); 2]>,
+    /// The last two prepared responses written, formatted once per second each.
+    prepared: RefCell<[PreparedEntry; 2]>,
 }
 
 impl ResponseContext {
@@ -81,7 +79,7 @@ impl ResponseContext {
             prefix: prefix.into_boxed_slice(),
             down: Cell::new(false),
             ok_head: RefCell::new((u64::MAX, Vec::new())),
-            prepared: RefCell::new([(u64::MAX, 0, Vec::new()), (u64::MAX, 0, Vec::new())]),
+            prepared: RefCell::new([PreparedEntry::EMPTY, PreparedEntry::EMPTY]),
         }
     }
 
@@ -99,30 +97,48 @@ impl ResponseContext {
     }
 
     /// Appends the head of `p` but its framing (status line, `Server`, `Date`, the
-    /// rendered fields) in one copy from a per-core cache of the last two.
+    /// rendered fields) in one copy from a per-core cache of the last two; if `whole`,
+    /// the empty line and the body too (the common answer: kept alive on HTTP/1.1, not
+    /// to `HEAD`), so that the whole response is one copy.
     #[inline]
-    fn put_prepared_head(&self, out: &mut Vec<u8>, p: &PreparedResponse) {
+    fn put_prepared(&self, out: &mut Vec<u8>, p: &PreparedResponse, whole: bool) {
         let now = generation();
+        let cache = self.prepared.borrow();
+        let Some(hit) = cache.iter().find(|c| c.generation == now && c.id == p.id) else {
+            drop(cache);
+            return self.put_prepared_slow(out, p, whole, now);
+        };
+        let end = if whole { hit.bytes.len() } else { hit.head };
+        out.extend_from_slice(&hit.bytes[..end]);
+    }
+
+    /// [`put_prepared`](Self::put_prepared) for a response not in the cache (at most
+    /// once per second each): formats it into the older entry. Out of line, so that
+    /// the common path is small enough to be inlined where a handler answers.
+    #[cold]
+    #[inline(never)]
+    fn put_prepared_slow(&self, out: &mut Vec<u8>, p: &PreparedResponse, whole: bool, now: u64) {
         let mut cache = self.prepared.borrow_mut();
-        if let Some(hit) = cache.iter().find(|c| c.0 == now && c.1 == p.id) {
-            out.extend_from_slice(&hit.2);
-            return;
-        }
         // The older entry (or a stale one) makes room: keep the other one first.
-        if cache[0].0 == now {
+        if cache[0].generation == now {
             cache.swap(0, 1);
         }
         let entry = &mut cache[0];
-        entry.2.clear();
-        self.put_head(&mut entry.2, p.status);
+        let bytes = &mut entry.bytes;
+        bytes.clear();
+        self.put_head(bytes, p.status);
         let fields = match &p.fields_unnamed {
             Some(unnamed) if self.prefix.starts_with(b"server") => unnamed,
             _ => &p.fields,
         };
-        entry.2.extend_from_slice(fields);
-        entry.0 = now;
-        entry.1 = p.id;
-        out.extend_from_slice(&entry.2);
+        bytes.extend_from_slice(fields);
+        entry.head = bytes.len();
+        bytes.extend_from_slice(b"\r\n");
+        bytes.extend_from_slice(&p.body);
+        entry.generation = now;
+        entry.id = p.id;
+        let end = if whole { bytes.len() } else { entry.head };
+        out.extend_from_slice(&bytes[..end]);
     }
 
     /// [`put_head`](Self::put_head) for other statuses, and for `200` when the date
@@ -148,6 +164,29 @@ impl ResponseContext {
         }
         out.extend_from_slice(&ok.1);
     }
+}
+
+/// A prepared response as the core last formatted it (see
+/// [`ResponseContext::put_prepared`]).
+#[derive(Debug)]
+struct PreparedEntry {
+    /// The date generation it was formatted in (`u64::MAX`: none).
+    generation: u64,
+    /// The [`PreparedResponse::id`] it is of.
+    id: u64,
+    /// Its head but the connection's framing, then CR LF and its body.
+    bytes: Vec<u8>,
+    /// Where the head ends in `bytes`.
+    head: usize,
+}
+
+impl PreparedEntry {
+    const EMPTY: PreparedEntry = PreparedEntry {
+        generation: u64::MAX,
+        id: 0,
+        bytes: Vec::new(),
+        head: 0,
+    };
 }
 
 /// Writes the response to one request (given to a [`ViewHandler`](crate::ViewHandler)
@@ -237,8 +276,15 @@ impl<'a> Responder<'a> {
     pub fn prepared(mut self, p: &PreparedResponse) -> Written {
         let s = &mut self.slot;
         s.status = p.status.as_u16();
-        s.context.put_prepared_head(s.out, p);
-        let close = end_bare(s);
+        let close = s.info.closes(s.context);
+        // The common answer (kept alive, HTTP/1.1, a body sent): its end is CR LF, so
+        // the cache holds all of it.
+        let whole = !close && s.info.version == Version::HTTP_11 && !s.info.head;
+        s.context.put_prepared(s.out, p, whole);
+        if whole {
+            return s.finish(false, p.body.len() as u64, None);
+        }
+        end_bare(s, close);
         let mut sent = 0;
         if !s.info.head && !p.body.is_empty() {
             put_small(s.out, &p.body);
@@ -391,9 +437,8 @@ fn end_head(s: &mut Slot<'_>, framing: Option<StreamFraming>) -> bool {
 /// bytes, and reserving `end_line`'s 26 costs the hello path ~5 instructions per
 /// request (callgrind, hello-c50).
 #[inline]
-fn end_bare(s: &mut Slot<'_>) -> bool {
+fn end_bare(s: &mut Slot<'_>, close: bool) {
     let out = &mut *s.out;
-    let close = s.info.closes(s.context);
     if close {
         out.extend_from_slice(b"connection: close\r\n\r\n");
     } else if s.info.version == Version::HTTP_10 {
@@ -401,7 +446,6 @@ fn end_bare(s: &mut Slot<'_>) -> bool {
     } else {
         out.extend_from_slice(b"\r\n");
     }
-    close
 }
 
 /// Writes the end of a head at `p` (`Connection` where needed, then the empty line);

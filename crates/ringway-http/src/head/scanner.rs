@@ -52,16 +52,39 @@ const MORE: Stop = None;
 /// Scans and checks a request head at the start of `buf` (see the module doc).
 #[inline]
 pub(crate) fn scan_head(buf: &[u8], cfg: &Config) -> Result<Scanned, HttpError> {
-    match scan(buf, cfg) {
-        Ok(head) => head.map(Scanned::Complete),
-        Err(stop) => stopped(buf, cfg, stop),
+    let mut head = RawHead::EMPTY;
+    Ok(match scan_head_into(buf, cfg, &mut head)? {
+        true => Scanned::Complete(head),
+        false => Scanned::Partial,
+    })
+}
+
+/// [`scan_head`] with a whole head written into `head` (where the caller keeps it):
+/// `true` then, `false` if more bytes are needed. (The server's path: a head returned
+/// through the nested results was copied field by field three times on its way out,
+/// ~60 instructions per request.)
+#[inline(always)]
+pub(crate) fn scan_head_into(
+    buf: &[u8],
+    cfg: &Config,
+    head: &mut RawHead,
+) -> Result<bool, HttpError> {
+    match scan(buf, cfg, head) {
+        Ok(checked) => checked.map(|()| true),
+        Err(stop) => stopped(buf, cfg, stop).map(|s| match s {
+            Scanned::Complete(whole) => {
+                *head = whole;
+                true
+            }
+            Scanned::Partial => false,
+        }),
     }
 }
 
 /// The whole scan: the syntax (`Err` where it stops short), then the checks of a whole
-/// head (the inner `Err`).
+/// head (the inner `Err`); a whole head is written into `head`.
 #[inline(always)]
-fn scan(buf: &[u8], cfg: &Config) -> Result<Result<RawHead, HttpError>, Stop> {
+fn scan(buf: &[u8], cfg: &Config, head: &mut RawHead) -> Result<Result<(), HttpError>, Stop> {
     let mut i = 0;
     if matches!(buf.first(), Some(b'\r' | b'\n')) {
         i = skip_empty_lines(buf)?;
@@ -86,7 +109,7 @@ fn scan(buf: &[u8], cfg: &Config) -> Result<Result<RawHead, HttpError>, Stop> {
         version,
         line_len,
     };
-    Ok(finish(buf, cfg, len, &line, &fields))
+    Ok(finish(buf, cfg, len, &line, &fields, head))
 }
 
 /// Whether the four bytes at `i` are `word`.
@@ -482,7 +505,8 @@ impl Codings {
 }
 
 /// The checks of a whole head, in the order the reference makes them: the request
-/// line's and the head's size, the target, the first faulty field, `Host`, framing.
+/// line's and the head's size, the target, the first faulty field, `Host`, framing;
+/// the head is written into `head` once it passed them all.
 #[inline(always)]
 fn finish(
     buf: &[u8],
@@ -490,7 +514,8 @@ fn finish(
     len: usize,
     line: &RequestLine,
     fields: &FieldFacts,
-) -> Result<RawHead, HttpError> {
+    head: &mut RawHead,
+) -> Result<(), HttpError> {
     if line.line_len - 1 > cfg.max_request_line {
         return Err(HttpError::new(
             ErrorClass::UriTooLong,
@@ -528,7 +553,7 @@ fn finish(
         Version::HTTP_11 => !named.close,
         _ => named.keep_alive && !named.close,
     };
-    Ok(RawHead {
+    *head = RawHead {
         len,
         method_start: line.method_start as u32,
         method_len: method.len() as u16,
@@ -542,7 +567,8 @@ fn finish(
         keep_alive,
         expect_continue: named.expect_continue,
         is_head: method == b"HEAD",
-    })
+    };
+    Ok(())
 }
 
 /// A target the request line left for the whole head to judge: origin form with a
