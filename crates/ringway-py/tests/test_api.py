@@ -257,3 +257,32 @@ def test_a_timer_due_while_callbacks_run_waits_for_what_they_scheduled(any_loop)
     loop.call_later(0.2, loop.stop)
     loop.run_forever()
     assert order == ["soon", "timer"]
+
+
+def test_add_reader_is_level_triggered(any_loop):
+    """A reader that takes 10 of the 100 bytes waiting is called again until it has
+    them all (as with asyncio's selectors): readiness is a state, not an edge. On the
+    epoll backend the second call used to wait for new bytes that never came."""
+    loop = any_loop
+    a, b = socket.socketpair()
+    b.setblocking(False)
+    got = bytearray()
+    done = loop.create_future()
+
+    def on_readable():
+        try:
+            got.extend(b.recv(10))
+        except BlockingIOError:
+            return
+        if len(got) == 100 and not done.done():
+            done.set_result(None)
+
+    loop.add_reader(b.fileno(), on_readable)
+    try:
+        a.send(b"x" * 100)
+        run(loop, done, timeout=5)
+    finally:
+        loop.remove_reader(b.fileno())
+        a.close()
+        b.close()
+    assert bytes(got) == b"x" * 100

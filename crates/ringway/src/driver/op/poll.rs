@@ -55,8 +55,12 @@ impl EpollOp for Poll {
     }
     fn once_per_edge(&self) -> bool {
         // A poll reports readiness, it does not consume it: a multishot poll on a ready
-        // (or closed) fd would otherwise never stop completing.
-        true
+        // (or closed) fd would otherwise never stop completing. A one-shot poll ends
+        // with its report and leaves the readiness as it was, so the next one on an fd
+        // still ready completes at once (its `poll(2)` says so), as io_uring's does:
+        // asyncio's `add_reader` is level-triggered, and a callback that reads part of
+        // what is there must be called again.
+        self.multishot
     }
     unsafe fn attempt(&self, _: &mut EpollOpState, _: &BufferPool) -> Attempt {
         let mut p = libc::pollfd {
