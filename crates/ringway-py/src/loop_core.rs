@@ -91,6 +91,8 @@ pub(crate) struct LoopState {
     polled_last: bool,
     /// Sends started by transports (one `sendmsg` or one vectored-send operation each).
     sends: u64,
+    /// `read` calls of transports in direct-read mode (large messages).
+    direct_reads: u64,
 }
 
 /// How other threads wake the loop. `call_soon_threadsafe` pushes to the ready queue
@@ -186,6 +188,11 @@ impl LoopCore {
         if n > 0 {
             self.state.borrow_mut(py).sends += n;
         }
+    }
+
+    /// Counts one direct `read` by a transport (for tests: how large messages came in).
+    pub(crate) fn count_direct_read(&self, py: Python<'_>) {
+        self.state.borrow_mut(py).direct_reads += 1;
     }
 
     /// The debug flag.
@@ -593,6 +600,7 @@ impl LoopCore {
                 debug: false,
                 polled_last: false,
                 sends: 0,
+                direct_reads: 0,
             }),
             backend_name: io.backend_name(),
             backend_description: io.describe(),
@@ -801,6 +809,7 @@ impl LoopCore {
             d.set_item("sources", st.sources.len())?;
             d.set_item("watches", st.watches.len())?;
             d.set_item("sends", st.sends)?;
+            d.set_item("direct_reads", st.direct_reads)?;
         }
         if let Ok(s) = self.with_io(py, |io| io.stats()) {
             d.set_item("turns", s.turns)?;

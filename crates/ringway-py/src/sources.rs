@@ -21,6 +21,9 @@ pub enum Kind {
     WatchRead = 5,
     /// `add_writer`'s readiness poll; the index is the fd.
     WatchWrite = 6,
+    /// A transport's readiness poll for a direct read (large messages: see
+    /// `stream::receive`).
+    RecvReady = 7,
 }
 
 impl Kind {
@@ -32,6 +35,7 @@ impl Kind {
             4 => Kind::Accept,
             5 => Kind::WatchRead,
             6 => Kind::WatchWrite,
+            7 => Kind::RecvReady,
             _ => return None,
         })
     }
@@ -174,6 +178,7 @@ mod tests {
             Kind::Accept,
             Kind::WatchRead,
             Kind::WatchWrite,
+            Kind::RecvReady,
         ] {
             let id = SourceId {
                 index: 0x0abc_def1,

@@ -71,7 +71,9 @@ def test_two_writes_per_response_leave_as_one_send(loop):
 def test_a_message_that_fits_a_pool_buffer_arrives_in_one_receive(loop):
     """100 KB waiting whole in the socket when reading starts is one receive completion
     and one data_received: the loop's pool buffers are 256 KiB (the runtime's 64 KiB
-    ones made it two completions; see the README's "Large messages")."""
+    ones made it two completions; see the README's "Large messages"). So large a
+    delivery then moves the transport to direct reads: the receive's cancel adds its
+    final completion and the cancel's own."""
     import os
 
     total = 100 * 1024
@@ -108,7 +110,8 @@ def test_a_message_that_fits_a_pool_buffer_arrives_in_one_receive(loop):
               f"data_received calls for {total} bytes")
         assert len(proto.chunks) == 1, [len(c) for c in proto.chunks]
         if loop.backend == "uring":
-            # The multishot receive's one completion with data; nothing else ran.
-            assert completions == 1, completions
+            # The multishot receive's one completion with data, and at most the two of
+            # its cancel; nothing else ran.
+            assert completions <= 3, completions
 
     run(loop, main())

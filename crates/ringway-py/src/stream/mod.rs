@@ -6,7 +6,9 @@
 //!   `close`. Each completion (consecutive ones of one turn coalesced) goes straight to
 //!   `protocol.data_received(bytes)`, or into the protocol's own buffer through
 //!   `get_buffer`/`buffer_updated` for a `BufferedProtocol`; what arrives while
-//!   reading is paused is copied out of the pool and held.
+//!   reading is paused is copied out of the pool and held. A `data_received` protocol
+//!   that gets 64 KiB or more in a turn moves to direct reads (a readiness poll, then
+//!   one `read` into a new `bytes` object), and back after a small read.
 //! - [`send`]: `write()` appends to a queue (a `bytes` object is kept, not copied); the
 //!   loop flushes every transport written to in an iteration before it waits, as one
 //!   vectored send (an SQE that rides the turn's single `io_uring_enter`, or a
@@ -120,6 +122,10 @@ impl IoSource for Py<StreamCore> {
         let slf = self.bind(py);
         match kind {
             Kind::Recv => slf.get().ctx.run(py, || StreamCore::on_recv(slf, evs)),
+            Kind::RecvReady => slf
+                .get()
+                .ctx
+                .run(py, || StreamCore::on_recv_ready(slf, evs[0].result)),
             Kind::Send => StreamCore::on_send(slf, &evs[0]),
             Kind::SendReady => StreamCore::on_send_ready(slf, &evs[0]),
             _ => Ok(()),

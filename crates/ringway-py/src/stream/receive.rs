@@ -1,6 +1,17 @@
 //! The receive side: the multishot receive, delivery to the protocol (`data_received`,
 //! or `get_buffer`/`buffer_updated`), `pause_reading`/`resume_reading` and what is held
 //! meanwhile, end of stream.
+//!
+//! Two ways in ([`RecvMode`]). By default one multishot receive into the driver's pool:
+//! no syscall per message, and a turn's messages of every connection arrive together.
+//! A `data_received` protocol that gets [`DIRECT_AT`] or more in one turn moves to
+//! direct reads: a readiness poll, then one `read` into a `bytes` object the size of
+//! what came, handed to the protocol at once, connection by connection. For large
+//! messages that is less work than the pool: the kernel writes into memory the
+//! allocator just freed (the last message's `bytes`, still in cache) instead of into
+//! a pool that one turn of ten 100 KiB messages cycles through, and nothing is copied
+//! out of the pool (docs/measurements.md, "S14 100 KiB"). A direct read under
+//! [`POOL_BELOW`] moves the transport back to the pool.
 
 use std::collections::VecDeque;
 
@@ -15,12 +26,33 @@ use super::{call1, is_fatal_to_loop, os_error, StreamCore};
 use crate::io_driver::{IoEvent, IoOp, OpKey};
 use crate::sources::{token, Kind};
 
+/// A turn's delivery of at least this many bytes moves a `data_received` protocol to
+/// direct reads.
+pub(super) const DIRECT_AT: usize = 64 * 1024;
+/// A direct read of fewer bytes than this moves it back to the pool.
+pub(super) const POOL_BELOW: usize = 16 * 1024;
+/// What one direct read asks for. Below glibc's default mmap threshold (128 KiB, with
+/// the object's header): a larger `bytes` object is a fresh `mmap` each time, its pages
+/// faulted in by the read and unmapped when it dies (83 µs a 100 KiB message instead of
+/// 16), while this one reuses the heap block the last message's object freed.
+const DIRECT_READ: usize = 127 * 1024;
+
+/// How the transport receives.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum RecvMode {
+    /// The multishot receive into the driver's pool.
+    Pool,
+    /// A readiness poll, then a `read` into a new `bytes` object.
+    Direct,
+}
+
 /// The receive operation's state.
 #[derive(Clone, Copy)]
 pub(super) enum RecvOp {
     /// None in flight: not armed yet, paused, or behind held data.
     Idle,
-    /// The multishot receive is in flight (perhaps cancelled, until its last word).
+    /// The multishot receive (pool mode) or the readiness poll (direct mode) is in
+    /// flight (perhaps cancelled, until its last word).
     Armed(OpKey),
     /// The peer ended the stream: nothing more to receive.
     Ended,
@@ -101,6 +133,69 @@ fn joined_bytes<'py>(py: Python<'py>, evs: &[IoEvent]) -> PyResult<Bound<'py, Py
     Ok(obj.cast_into::<PyBytes>()?)
 }
 
+/// What one direct read brought.
+enum Read<'py> {
+    Data(Bound<'py, PyBytes>),
+    /// Nothing there after all (`EAGAIN`).
+    Again,
+    Eof,
+    Failed(i32),
+}
+
+/// One `read` of up to [`DIRECT_READ`] bytes from `fd` into a new `bytes` object,
+/// shrunk to what came (as `socket.recv` does). The object is allocated uninitialised
+/// and written once, by the kernel.
+fn read_bytes(py: Python<'_>, fd: libc::c_int) -> PyResult<Read<'_>> {
+    // SAFETY: the GIL is held; a NULL source makes CPython allocate the object
+    // uninitialised (or fail with an exception set, which `from_owned_ptr_or_err`
+    // takes); nobody else sees it before it is filled and shrunk below.
+    let obj = unsafe {
+        Bound::from_owned_ptr_or_err(
+            py,
+            pyo3::ffi::PyBytes_FromStringAndSize(
+                std::ptr::null(),
+                DIRECT_READ as pyo3::ffi::Py_ssize_t,
+            ),
+        )?
+    };
+    let n = loop {
+        // SAFETY: the object holds DIRECT_READ writable bytes; `read` writes at most that.
+        let n = unsafe {
+            libc::read(
+                fd,
+                pyo3::ffi::PyBytes_AsString(obj.as_ptr()) as *mut libc::c_void,
+                DIRECT_READ,
+            )
+        };
+        if n >= 0 {
+            break n as usize;
+        }
+        match std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)
+        {
+            libc::EINTR => continue,
+            libc::EAGAIN => return Ok(Read::Again),
+            e => return Ok(Read::Failed(e)),
+        }
+    };
+    if n == 0 {
+        return Ok(Read::Eof);
+    }
+    let mut ptr = obj.into_ptr();
+    if n < DIRECT_READ {
+        // SAFETY: `ptr` is the only reference to a new bytes object (what
+        // `_PyBytes_Resize` requires); on failure it frees the object, sets `ptr` to
+        // NULL and leaves an exception set, which `fetch` takes.
+        if unsafe { pyo3::ffi::_PyBytes_Resize(&mut ptr, n as pyo3::ffi::Py_ssize_t) } != 0 {
+            return Err(PyErr::fetch(py));
+        }
+    }
+    // SAFETY: `ptr` is an owned reference to a bytes object (resized or not).
+    let obj = unsafe { Bound::from_owned_ptr(py, ptr) };
+    Ok(Read::Data(obj.cast_into::<PyBytes>()?))
+}
+
 fn buffered_protocol_class(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     static CLS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     CLS.get_or_try_init(py, || {
@@ -140,6 +235,7 @@ pub(super) struct RecvSide {
     /// `_deliver_held` is scheduled.
     pub(super) deliver_scheduled: bool,
     pub(super) receiver: Option<Receiver>,
+    pub(super) mode: RecvMode,
 }
 
 impl RecvSide {
@@ -150,6 +246,7 @@ impl RecvSide {
             held: VecDeque::new(),
             deliver_scheduled: false,
             receiver: Some(receiver),
+            mode: RecvMode::Pool,
         }
     }
 
@@ -168,7 +265,8 @@ impl RecvSide {
 }
 
 impl StreamCore {
-    /// Arms the multishot receive if reading should be on and none is in flight.
+    /// Arms the multishot receive (or, in direct mode, the readiness poll) if reading
+    /// should be on and none is in flight.
     pub(super) fn arm_recv(&self, py: Python<'_>) -> PyResult<()> {
         let mut st = self.st.borrow_mut(py);
         let idle = matches!(st.recv.op, RecvOp::Idle);
@@ -177,10 +275,21 @@ impl StreamCore {
         }
         let Some(id) = st.id else { return Ok(()) };
         let fd = st.fd;
-        // SAFETY: a pool receive carries no pointers.
-        let key = self.loop_.get().with_io(py, |io| unsafe {
-            io.submit(IoOp::RecvMulti { fd }, token(id, Kind::Recv))
-        })?;
+        let (op, kind) = match st.recv.mode {
+            RecvMode::Pool => (IoOp::RecvMulti { fd }, Kind::Recv),
+            RecvMode::Direct => (
+                IoOp::Poll {
+                    fd,
+                    events: libc::POLLIN as u32,
+                },
+                Kind::RecvReady,
+            ),
+        };
+        // SAFETY: a pool receive and a poll carry no pointers.
+        let key = self
+            .loop_
+            .get()
+            .with_io(py, |io| unsafe { io.submit(op, token(id, kind)) })?;
         st.recv.op = RecvOp::Armed(key);
         Ok(())
     }
@@ -213,11 +322,85 @@ impl StreamCore {
         };
         if !hold && has_data {
             Self::deliver(slf, evs)?;
+            let got: usize = evs
+                .iter()
+                .filter_map(|e| e.buf.as_deref())
+                .map(<[u8]>::len)
+                .sum();
+            if got >= DIRECT_AT {
+                this.go_direct(py, last);
+            }
         }
         if last {
             Self::recv_ended(slf, evs[evs.len() - 1].result)?;
         }
         Ok(())
+    }
+
+    /// A large delivery: a `data_received` protocol moves to direct reads. The
+    /// multishot receive is cancelled (unless this turn brought its last word): what it
+    /// still reports is delivered in order as usual, and its end arms the poll.
+    fn go_direct(&self, py: Python<'_>, ended: bool) {
+        let cancel = {
+            let mut st = self.st.borrow_mut(py);
+            let data = matches!(st.recv.receiver, Some(Receiver::Data(_)));
+            if !data || st.recv.mode == RecvMode::Direct || !st.is_open() {
+                return;
+            }
+            st.recv.mode = RecvMode::Direct;
+            // Paused, the receive is being cancelled already.
+            if ended || st.recv.paused {
+                None
+            } else {
+                st.recv.op_in_flight()
+            }
+        };
+        self.cancel_op(py, cancel);
+    }
+
+    /// Direct mode: the socket is readable (or the poll ended with `-errno`). One read
+    /// into a new `bytes` object goes straight to `data_received`; then the poll is
+    /// armed again (or the pool's receive, after a small read).
+    pub(super) fn on_recv_ready(slf: &Bound<'_, Self>, result: i32) -> PyResult<()> {
+        let py = slf.py();
+        let this = slf.get();
+        let read_from = {
+            let mut st = this.st.borrow_mut(py);
+            st.recv.op = RecvOp::Idle;
+            if !st.is_open() {
+                drop(st);
+                this.release_if_done(py);
+                return Self::maybe_finish(slf);
+            }
+            let data = matches!(st.recv.receiver, Some(Receiver::Data(_)));
+            if !data {
+                // `set_protocol` gave it a BufferedProtocol: back to the pool.
+                st.recv.mode = RecvMode::Pool;
+            }
+            let can_read = data && result > 0 && !st.recv.must_hold() && st.fd >= 0;
+            can_read.then_some(st.fd)
+        };
+        let Some(fd) = read_from else {
+            if result < 0 && result != -libc::ECANCELED {
+                return Self::recv_ended(slf, result);
+            }
+            return this.arm_recv(py);
+        };
+        this.loop_.get().count_direct_read(py);
+        match read_bytes(py, fd)? {
+            Read::Data(bytes) => {
+                if bytes.as_bytes().len() < POOL_BELOW {
+                    this.st.borrow_mut(py).recv.mode = RecvMode::Pool;
+                }
+                if let Some(Receiver::Data(f)) = this.receiver(py) {
+                    Self::data_received(slf, f.bind(py), &bytes)?;
+                }
+                this.arm_recv(py)
+            }
+            Read::Again => this.arm_recv(py),
+            Read::Eof => Self::recv_ended(slf, 0),
+            Read::Failed(errno) => Self::recv_ended(slf, -errno),
+        }
     }
 
     /// The receive's last completion, with `result`: end of stream, a pause's cancel
