@@ -445,6 +445,16 @@ fn python_wider() -> Vec<Variant> {
             100 * 1024,
             false,
         ),
+        // The same message on one connection: no turn holds more than one message, so
+        // it shows what the ring's batching costs at ten (docs/measurements.md).
+        py_echo(
+            "protocol-100KiB-c1",
+            "Protocol echo, 100 KiB, 1 connection",
+            PyServer::Protocol,
+            1,
+            100 * 1024,
+            false,
+        ),
         py_http(
             "http-2writes-c50",
             "HTTP answered with two write() calls, 50 connections",
