@@ -7,7 +7,8 @@ measured window:
 - the server's syscalls (``perf stat -e raw_syscalls:sys_enter -p PID``) and, by name,
   ``io_uring_enter``, ``sendmsg``/``sendto``, ``recvfrom``/``read``, ``epoll_wait``;
 - io_uring's own counts (``io_uring:io_uring_submit_req``, ``io_uring_complete``);
-- ringway's counters (``loop._ringway_stats()``: driver turns, completions, sends);
+- ringway's counters (``loop._ringway_stats()``: driver turns, completions, sends,
+  direct reads);
 - and, timed (so only a hint on a shared machine), the server's user and system CPU
   per message.
 
@@ -129,7 +130,8 @@ def main():
     rows = [measure(l, args, env) for l in args.loops.split(",") if l]
     keys = ["data_received", "bytes_per_call", "syscalls", "io_uring_enter", "sendmsg",
             "sendto", "recvfrom", "read", "write", "epoll_wait", "uring_submits",
-            "uring_completions", "turns", "completions", "sends", "user_us", "sys_us"]
+            "uring_completions", "turns", "completions", "sends", "direct_reads", "user_us",
+            "sys_us"]
     print(f"echo {args.size} B x {args.conns} conns, per message "
           f"({args.seconds:g}s after {args.warmup:g}s)")
     print(f"{'':<18}" + "".join(f"{r['loop']:>12}" for r in rows))

@@ -59,7 +59,7 @@ def install_counters(loop):
         out = {"data_received": Counts.calls, "bytes": Counts.nbytes}
         if stats:
             now = stats()
-            for k in ("turns", "enters", "submitted", "completions", "sends"):
+            for k in ("turns", "enters", "submitted", "completions", "sends", "direct_reads"):
                 out[k] = now[k] - base.get(k, 0)
         print("COUNTS", json.dumps(out), flush=True)
 
