@@ -52,6 +52,16 @@ async def _serve_and_run(loop, protocol, messages):
     return out
 
 
+async def _accepted(loop, protocol):
+    """A connected non-blocking socket pair; `protocol`'s transport on one end. Returns
+    (the peer's socket, the transport, the protocol)."""
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    b.setblocking(False)
+    tr, pr = await loop.connect_accepted_socket(protocol, b)
+    return a, tr, pr
+
+
 def test_large_messages_are_read_directly_and_small_ones_from_the_pool(loop):
     big = [os.urandom(100 * 1024) for _ in range(20)]
     small = [os.urandom(1024) for _ in range(200)]
@@ -127,10 +137,7 @@ def test_pause_reading_in_direct_mode_reads_nothing_until_resumed(loop):
                 self.all_done.set_result(None)
 
     async def main():
-        a, b = socket.socketpair()
-        a.setblocking(False)
-        b.setblocking(False)
-        tr, pr = await loop.connect_accepted_socket(Pausing, b)
+        a, tr, pr = await _accepted(loop, Pausing)
         await loop.sock_sendall(a, first)
         await pr.first_done
         reads = loop._ringway_stats()["direct_reads"]
@@ -175,11 +182,8 @@ def test_end_of_stream_after_a_large_message(loop):
             self.lost.set_result(exc)
 
     async def main():
-        a, b = socket.socketpair()
-        a.setblocking(False)
-        b.setblocking(False)
         s0 = loop._ringway_stats()["direct_reads"]
-        tr, pr = await loop.connect_accepted_socket(Sink, b)
+        a, tr, pr = await _accepted(loop, Sink)
         await loop.sock_sendall(a, payload)
         while len(pr.got) < 100 * 1024:
             await asyncio.sleep(0.005)
@@ -235,11 +239,8 @@ def test_a_buffered_protocol_set_in_direct_mode_goes_back_to_the_pool(loop):
                 self.switched.set_result(nxt)
 
     async def main():
-        a, b = socket.socketpair()
-        a.setblocking(False)
-        b.setblocking(False)
         s0 = loop._ringway_stats()["direct_reads"]
-        tr, first = await loop.connect_accepted_socket(First, b)
+        a, tr, first = await _accepted(loop, First)
         # 100 KiB through the pool moves the transport to direct reads; the rest of
         # `one` is read directly, and its last read's data_received changes protocol.
         await loop.sock_sendall(a, one[: 100 * 1024])
