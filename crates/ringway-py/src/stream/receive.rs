@@ -392,10 +392,15 @@ impl StreamCore {
                 if bytes.as_bytes().len() < POOL_BELOW {
                     this.st.borrow_mut(py).recv.mode = RecvMode::Pool;
                 }
-                if let Some(Receiver::Data(f)) = this.receiver(py) {
-                    Self::data_received(slf, f.bind(py), &bytes)?;
+                // Armed before the protocol runs, as the pool's receive stays armed: a
+                // `KeyboardInterrupt` out of `data_received` must not leave the
+                // transport deaf (a pause or close from inside it cancels this).
+                this.arm_recv(py)?;
+                match this.receiver(py) {
+                    Some(Receiver::Data(f)) => Self::data_received(slf, f.bind(py), &bytes),
+                    // Checked before the read, and no Python ran since: unreachable.
+                    _ => Ok(()),
                 }
-                this.arm_recv(py)
             }
             Read::Again => this.arm_recv(py),
             Read::Eof => Self::recv_ended(slf, 0),
