@@ -74,7 +74,13 @@ pub(crate) struct LoopState {
     sources: Sources<Source>,
     watches: HashMap<RawFd, Watch>,
     watch_gen: u32,
+    /// Watches to arm before the next wait: new ones, and those whose callbacks ran.
     rearm: Vec<(RawFd, bool)>,
+    /// Watches that reported: armed again once their callbacks (queued for the next
+    /// iteration) have run, so the poll sees what the callback left, as asyncio's
+    /// `select` after the callbacks does (armed before, it reported bytes the callback
+    /// was about to read, and the callback then ran once more for nothing).
+    rearm_after_run: Vec<(RawFd, bool)>,
     /// Sources to flush before the next wait.
     dirty: Vec<SourceId>,
     /// Emptied vectors kept for their capacity (a flush swaps them in and out).
@@ -543,7 +549,7 @@ impl LoopCore {
         if h.get().is_cancelled() {
             return;
         }
-        st.rearm.push((fd, write));
+        st.rearm_after_run.push((fd, write));
         st.ready.push_back(h);
     }
 }
@@ -590,6 +596,7 @@ impl LoopCore {
                 watches: HashMap::new(),
                 watch_gen: 0,
                 rearm: Vec::new(),
+                rearm_after_run: Vec::new(),
                 dirty: Vec::new(),
                 rearm_spare: Vec::new(),
                 dirty_spare: Vec::new(),
@@ -749,7 +756,14 @@ impl LoopCore {
         // while the callbacks run waits for the next iteration, behind what they
         // scheduled with call_soon.
         let end = clock::monotonic() + this.clock_resolution;
-        Self::run_ready(slf, n, debug)?;
+        let ran = Self::run_ready(slf, n, debug);
+        // Whether or not a callback raised: a watch left unarmed would never report.
+        {
+            let mut st = this.state.borrow_mut(py);
+            let st = &mut *st;
+            st.rearm.append(&mut st.rearm_after_run);
+        }
+        ran?;
         Self::dispatch(slf)?;
         Self::run_due_timers(slf, debug, end)
     }

@@ -261,19 +261,25 @@ def test_a_timer_due_while_callbacks_run_waits_for_what_they_scheduled(any_loop)
 
 def test_add_reader_is_level_triggered(any_loop):
     """A reader that takes 10 of the 100 bytes waiting is called again until it has
-    them all (as with asyncio's selectors): readiness is a state, not an edge. On the
-    epoll backend the second call used to wait for new bytes that never came."""
+    them all, and not once more (as with asyncio's selectors): readiness is a state,
+    not an edge, and it is looked at after the callback ran. On the epoll backend the
+    second call used to wait for new bytes that never came; on both, the poll was armed
+    again before the callback read, and the callback ran once more for nothing."""
     loop = any_loop
     a, b = socket.socketpair()
     b.setblocking(False)
     got = bytearray()
+    calls = []
     done = loop.create_future()
 
     def on_readable():
         try:
-            got.extend(b.recv(10))
+            chunk = b.recv(10)
         except BlockingIOError:
+            calls.append("nothing to read")
             return
+        calls.append(len(chunk))
+        got.extend(chunk)
         if len(got) == 100 and not done.done():
             done.set_result(None)
 
@@ -281,8 +287,12 @@ def test_add_reader_is_level_triggered(any_loop):
     try:
         a.send(b"x" * 100)
         run(loop, done, timeout=5)
+        run(loop, asyncio.sleep(0.05))
+        a.send(b"y" * 5)
+        run(loop, asyncio.sleep(0.05))
     finally:
         loop.remove_reader(b.fileno())
         a.close()
         b.close()
-    assert bytes(got) == b"x" * 100
+    assert bytes(got) == b"x" * 100 + b"y" * 5
+    assert calls == [10] * 10 + [5], calls
