@@ -54,6 +54,22 @@ fn run(d: &mut Driver, want: usize) -> HashMap<u64, Vec<(Completion, bool)>> {
     got
 }
 
+/// Submits a one-shot poll for `fd` becoming readable, with `token`.
+fn poll_readable(d: &mut Driver, fd: &impl AsRawFd, token: u64) {
+    // SAFETY: a poll carries no pointers.
+    unsafe {
+        d.submit(
+            Poll {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN as u32,
+                multishot: false,
+            },
+            token,
+            None,
+        )
+    };
+}
+
 fn each_backend(f: impl Fn(Backend)) {
     for b in [Backend::Uring, Backend::Epoll] {
         f(b);
@@ -195,18 +211,7 @@ fn linked_timeout_and_poll_readiness() {
         assert_eq!(got[&1][0].0.result, -libc::ETIMEDOUT, "{backend:?}");
         assert!(t0.elapsed() >= Duration::from_millis(30));
 
-        // SAFETY: a poll carries no pointers.
-        unsafe {
-            d.submit(
-                Poll {
-                    fd: a.as_raw_fd(),
-                    events: libc::POLLIN as u32,
-                    multishot: false,
-                },
-                2,
-                None,
-            )
-        };
+        poll_readable(&mut d, &a, 2);
         b.write_all(b"x").unwrap();
         let got = run(&mut d, 1);
         assert!(
@@ -227,18 +232,7 @@ fn a_one_shot_poll_on_an_fd_still_ready_completes_at_once() {
         let (a, mut b) = pair(&d);
         b.write_all(b"xyz").unwrap();
         for token in [5, 6, 7] {
-            // SAFETY: a poll carries no pointers.
-            unsafe {
-                d.submit(
-                    Poll {
-                        fd: a.as_raw_fd(),
-                        events: libc::POLLIN as u32,
-                        multishot: false,
-                    },
-                    token,
-                    None,
-                )
-            };
+            poll_readable(&mut d, &a, token);
             let got = run(&mut d, 1);
             assert!(
                 got[&token][0].0.result & libc::POLLIN as i32 != 0,
