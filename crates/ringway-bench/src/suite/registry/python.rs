@@ -203,6 +203,23 @@ mod tests {
         std::fs::remove_dir_all(&d).unwrap();
     }
 
+    /// Runs `path` until the kernel lets it: a test thread that forks while this one
+    /// still holds the file open for writing makes its child hold that descriptor
+    /// until the child's exec, and an exec of the file fails with ETXTBSY meanwhile
+    /// (CI failed on this once). Once one exec succeeds no writer is left.
+    fn wait_until_executable(path: &Path) {
+        for _ in 0..200 {
+            match Command::new(path).output() {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                    std::thread::sleep(std::time::Duration::from_millis(10))
+                }
+                Err(e) => panic!("cannot run {}: {e}", path.display()),
+                Ok(_) => return,
+            }
+        }
+        panic!("{} stayed busy for 2 s", path.display());
+    }
+
     #[test]
     fn a_loop_that_does_not_import_is_unavailable_the_others_run_servers_py() {
         let d = scratch("fake");
@@ -214,6 +231,7 @@ mod tests {
         std::fs::write(&python, "#!/bin/sh\necho asyncio ringway uvloop\n").unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+        wait_until_executable(&python);
         let http = Service::Python(PyServer::TwoWriteHttp);
         let Launch::Run(spec) = launch_in(&d, http, PyLoop::Uvloop) else {
             panic!("uvloop imports")
