@@ -8,6 +8,7 @@ import asyncio
 import os
 import random
 import socket
+import struct
 import threading
 
 from conftest import run
@@ -259,3 +260,117 @@ def test_a_buffered_protocol_set_in_direct_mode_goes_back_to_the_pool(loop):
     assert before_switch > 0, "the first protocol was read directly"
     # At most the one readiness report already due when the protocol changed.
     assert after_switch <= 1, after_switch
+
+
+def test_a_reset_after_large_messages_is_connection_lost_with_the_error(any_loop):
+    """The peer resets the connection (SO_LINGER 0) while the transport reads large
+    messages directly: what arrived before the reset is delivered in order, then
+    connection_lost gets a ConnectionResetError, once, as on stock asyncio."""
+    loop = any_loop
+    payload = os.urandom(300 * 1024)
+
+    class Sink(asyncio.Protocol):
+        def __init__(self):
+            self.got = bytearray()
+            self.lost = loop.create_future()
+
+        def data_received(self, data):
+            assert not self.lost.done(), "data after connection_lost"
+            self.got += data
+
+        def eof_received(self):
+            raise AssertionError("a reset is not an end of stream")
+
+        def connection_lost(self, exc):
+            self.lost.set_result(exc)
+
+    sinks = []
+
+    async def main():
+        stats = getattr(loop, "_ringway_stats", None)
+        s0 = stats()["direct_reads"] if stats else 0
+        server = await loop.create_server(lambda: sinks.append(Sink()) or sinks[-1],
+                                          "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        c = socket.create_connection(("127.0.0.1", port))
+        c.setblocking(False)
+        await loop.sock_sendall(c, payload)
+        while not sinks or len(sinks[0].got) < len(payload):
+            await asyncio.sleep(0.005)
+        # More than a turn's worth, then the reset with some of it maybe still unread.
+        await loop.sock_sendall(c, payload)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        c.close()
+        exc = await asyncio.wait_for(sinks[0].lost, 10)
+        server.close()
+        await server.wait_closed()
+        reads = stats()["direct_reads"] - s0 if stats else None
+        return exc, reads
+
+    exc, reads = run(loop, main())
+    assert isinstance(exc, ConnectionResetError), repr(exc)
+    pr = sinks[0]
+    sent = payload + payload
+    assert len(pr.got) >= len(payload)
+    assert bytes(pr.got) == sent[:len(pr.got)], "bytes lost or reordered before the reset"
+    if reads is not None:
+        assert reads > 0, "the large messages were read directly"
+
+
+def test_close_or_abort_from_data_received_in_direct_mode(loop):
+    """close() and abort() from data_received while the transport reads directly (its
+    readiness poll armed again before the callback): connection_lost once, nothing
+    delivered after it, and the loop's teardown finds no operation left behind."""
+    payload = os.urandom(200 * 1024)
+
+    class Closer(asyncio.Protocol):
+        how = None
+
+        def __init__(self):
+            self.got = 0
+            self.calls_after = 0
+            self.reads_at_start = loop._ringway_stats()["direct_reads"]
+            self.lost = loop.create_future()
+
+        def connection_made(self, tr):
+            self.tr = tr
+
+        def data_received(self, data):
+            if self.tr.is_closing():
+                self.calls_after += 1
+            self.got += len(data)
+            # Once a direct read has delivered: the poll is armed again by then.
+            direct = loop._ringway_stats()["direct_reads"] > self.reads_at_start
+            if direct and not self.tr.is_closing():
+                getattr(self.tr, self.how)()
+
+        def connection_lost(self, exc):
+            self.lost.set_result(exc)
+
+    async def one(how):
+        Closer.how = how
+        made = []
+        server = await loop.create_server(lambda: made.append(Closer()) or made[-1],
+                                          "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        c = socket.create_connection(("127.0.0.1", port))
+        c.setblocking(False)
+        s0 = loop._ringway_stats()["direct_reads"]
+        try:
+            for _ in range(20):
+                await loop.sock_sendall(c, payload)
+                if made and made[0].lost.done():
+                    break
+        except (ConnectionResetError, BrokenPipeError):
+            pass  # the server went first: what abort() does
+        exc = await asyncio.wait_for(made[0].lost, 10)
+        c.close()
+        server.close()
+        await server.wait_closed()
+        return exc, made[0], loop._ringway_stats()["direct_reads"] - s0
+
+    for how in ("close", "abort"):
+        exc, pr, reads = run(loop, one(how))
+        assert exc is None, (how, exc)
+        assert pr.calls_after == 0, (how, pr.calls_after)
+        assert reads > 0, how
