@@ -170,6 +170,10 @@ unsafe impl IoBuf for PooledBuf {
     fn bytes_total(&self) -> usize {
         self.v.capacity()
     }
+    /// Its drop puts the block on this thread's free list (or frees it).
+    fn drop_wakes_nobody(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

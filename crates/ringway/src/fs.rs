@@ -1,4 +1,4 @@
-//! Files: open, positioned reads and writes, sync; whole files ([`read`], [`write`]);
+//! Files: open, positioned reads and writes, sync; whole files ([`read`], [`write`](fn@write));
 //! directories and paths ([`create_dir_all`], [`remove_file`], [`rename`],
 //! [`metadata`], [`read_dir`], ...).
 //!

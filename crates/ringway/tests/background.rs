@@ -3,15 +3,21 @@
 //! once the kernel is done with it; an error is kept and returned from then on; a
 //! stream dropped with a send in flight still delivers it, then closes.
 //!
+//! On io_uring a send whose buffer wakes nobody when dropped goes out with a first try
+//! that never waits, and the core's wait looks beyond its completion: one enter per
+//! request at one connection, counted by the kernel; a buffer whose drop wakes a task
+//! is still heard at once; a dropped socket's number is not reused while the rest of
+//! its send still has to go out on it.
+//!
 //! These tests count the process's fds, so they run one at a time (`SERIAL`).
 
 use std::cell::Cell;
 use std::future::Future;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::{Rng, RngCore, SeedableRng};
@@ -20,6 +26,8 @@ use ringway::net::{TcpListener, TcpStream};
 use ringway::runtime::{live_ops, pool_stats};
 use ringway::time::sleep;
 use ringway::{Backend, Runtime};
+
+mod support;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -74,7 +82,88 @@ both!(
     an_error_is_kept_and_returned,
     a_dropped_stream_still_delivers_its_send_then_closes,
     a_send_dropped_before_it_started_sends_nothing,
+    a_buffer_whose_drop_wakes_a_task_is_heard_at_once,
 );
+
+#[test]
+fn one_enter_per_request_at_one_connection() {
+    // A server that answers one request at a time: each answer's send completes inline
+    // in the enter that submits it. Counted by the kernel on the core's thread: the
+    // answer's own completion must not end the wait meant for the next request (it did:
+    // two enters per request).
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let rt = Runtime::builder()
+        .worker_threads(1)
+        .backend(Backend::Uring)
+        .build()
+        .unwrap();
+    let counter = support::SyscallCounter::new("io_uring_enter").expect("kernel syscall counter");
+    let requests = 400;
+    rt.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = ringway::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            s.set_nodelay(true).unwrap();
+            let mut rx = s.recv_multishot();
+            while let Some(Ok(chunk)) = rx.next().await {
+                // A fresh Vec per answer, as a server's response: its drop wakes nobody.
+                let mut answer = b"re:".to_vec();
+                answer.extend_from_slice(&chunk);
+                drop(chunk);
+                s.send_all(answer).await.unwrap();
+            }
+        });
+        let client = std::thread::spawn(move || {
+            let mut c = std::net::TcpStream::connect(addr).unwrap();
+            c.set_nodelay(true).unwrap();
+            let mut got = [0u8; 11];
+            for i in 0..requests {
+                let ask = format!("{i:08}");
+                c.write_all(ask.as_bytes()).unwrap();
+                c.read_exact(&mut got).unwrap();
+                assert_eq!(&got[3..], ask.as_bytes());
+                assert_eq!(&got[..3], b"re:");
+            }
+        });
+        counter.start();
+        joined_unit(client).await;
+        let enters = counter.stop();
+        server.await.unwrap();
+        // The connection's setup, its end and the join's wake-up take a few.
+        assert!(
+            enters <= requests + 20,
+            "{enters} io_uring_enter calls for {requests} requests at one connection: \
+             more than one per request"
+        );
+        assert!(enters >= requests / 2, "{enters}: the counter counted");
+    });
+}
+
+#[test]
+fn a_dropped_socket_number_is_not_reused_before_its_send_ends() {
+    run(Backend::Uring, || async {
+        // The first try of an 8 MiB send to a slow reader queues only part of it; the
+        // socket is dropped, and a new connection opened at once. Its fd must not be
+        // the dropped one's while the rest still has to go out there.
+        let (addr, peer) = reader(true);
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let mut data = vec![0u8; 8 << 20];
+        StdRng::seed_from_u64(11).fill_bytes(&mut data);
+        let expect = data.clone();
+        stream.send_all(data).await.unwrap();
+        drop(stream);
+        let (addr2, peer2) = reader(false);
+        let mut second = TcpStream::connect(addr2).await.unwrap();
+        second.send_all(b"second".to_vec()).await.unwrap();
+        second.flush().await.unwrap();
+        drop(second);
+        assert_eq!(joined(peer2).await, b"second");
+        let got = joined(peer).await;
+        assert_eq!(got.len(), expect.len());
+        assert!(got == expect, "the first connection's bytes changed");
+    });
+}
 
 /// A buffer that counts its drops (the driver must drop it once the kernel is done).
 struct Counted {
@@ -121,6 +210,13 @@ fn reader(slow: bool) -> (SocketAddr, std::thread::JoinHandle<Vec<u8>>) {
         }
     });
     (addr, t)
+}
+
+/// Joins a client thread without blocking the loop.
+async fn joined_unit(t: std::thread::JoinHandle<()>) {
+    ringway::spawn_blocking(move || t.join().expect("client thread"))
+        .await
+        .expect("blocking pool")
 }
 
 /// Joins the reader without blocking the loop (the loop must go on for the sends, and
@@ -274,4 +370,66 @@ async fn a_send_dropped_before_it_started_sends_nothing() {
     assert_eq!(got.len(), (4 << 20) + 3);
     assert!(got[..4 << 20].iter().all(|&b| b == b'a'));
     assert_eq!(&got[4 << 20..], b"end");
+}
+
+/// A buffer whose drop tells a task that its send has ended (as ringway-compat's
+/// writer buffers do): it keeps `drop_wakes_nobody`'s default.
+struct Signalling {
+    bytes: Vec<u8>,
+    done: Option<ringway::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for Signalling {
+    fn drop(&mut self) {
+        if let Some(tx) = self.done.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+// SAFETY: the bytes live in the Vec's heap allocation, which does not move with `self`.
+unsafe impl IoBuf for Signalling {
+    fn stable_ptr(&self) -> *const u8 {
+        self.bytes.as_ptr()
+    }
+    fn bytes_init(&self) -> usize {
+        self.bytes.len()
+    }
+    fn bytes_total(&self) -> usize {
+        self.bytes.capacity()
+    }
+}
+
+async fn a_buffer_whose_drop_wakes_a_task_is_heard_at_once() {
+    // Nothing else happens on the core: no reply, no timer but a far one. If the
+    // core's wait looked beyond this send's completion, the task would sleep until that
+    // timer (the hang ringway-compat's writer would see). A spawned task, not the main
+    // future: waking the main future also writes the core's eventfd, whose completion
+    // would end the wait anyway.
+    let (addr, peer) = reader(false);
+    let far = ringway::spawn(sleep(Duration::from_secs(30)));
+    ringway::spawn(async move {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        for round in 0..20u8 {
+            let (tx, rx) = ringway::sync::oneshot::channel();
+            let started = Instant::now();
+            stream
+                .send_all(Signalling {
+                    bytes: vec![round; 100],
+                    done: Some(tx),
+                })
+                .await
+                .unwrap();
+            rx.await.expect("the buffer was dropped");
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "round {round}: the buffer's drop was heard only when a timer fired"
+            );
+        }
+    })
+    .await
+    .unwrap();
+    drop(far);
+    let got = joined(peer).await;
+    assert_eq!(got.len(), 2000);
 }

@@ -784,6 +784,12 @@ unsafe impl super::IoBuf for PoolBuf {
     fn bytes_total(&self) -> usize {
         self.capacity()
     }
+    /// Its drop puts the buffer back in the ring. (A receive parked on an empty pool
+    /// waits for that, but the core re-arms those itself, and its wait counts no send
+    /// while one is parked: `Uring::turn`.)
+    fn drop_wakes_nobody(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

@@ -471,6 +471,9 @@ impl Driver {
     /// `SendAll`, which on io_uring takes no slot (its SQE goes into the submission
     /// queue at once, `held` waits for its CQE in the backend's table of background
     /// sends). The returned id is for [`close_after`](Self::close_after) only.
+    /// `quiet`: the end of the send wakes no task (nothing but the socket's record hears
+    /// of it, and dropping the buffer wakes nobody: `IoBuf::drop_wakes_nobody`), so
+    /// io_uring's wait may look beyond its completion (see `driver/uring/background.rs`).
     ///
     /// # Safety
     ///
@@ -481,15 +484,24 @@ impl Driver {
     pub(crate) unsafe fn send_all_detached<H: Held>(
         &mut self,
         send: op::SendAll,
+        quiet: bool,
         held: impl FnOnce() -> H,
     ) -> Result<Option<OpId>, i32> {
         if let ActiveBackend::Uring(u) = &mut self.backend {
             self.stats.submitted += 1;
             self.stats.sends += 1;
-            return Ok(Some(u.start_background(&send, held)));
+            return Ok(Some(u.start_background(&send, quiet, held)));
         }
         // SAFETY: the caller's promise.
         unsafe { self.submit_detached_with(send.into(), held) }
+    }
+
+    /// A task waits for background send `id` to end (`flush`, or a second
+    /// `send_all`): its completion is an event the core must wake for.
+    pub(crate) fn awaiting_background(&mut self, id: OpId) {
+        if let ActiveBackend::Uring(u) = &mut self.backend {
+            u.awaiting_background(id);
+        }
     }
 
     /// Closes `fd` once operation `after` (a detached send on it, say) has finished,
@@ -506,6 +518,11 @@ impl Driver {
                 .is_some_and(|s| s.flight != Flight::Done),
         });
         match (&mut self.backend, pending) {
+            // Kept until the send has ended: between its first try and its rest no
+            // operation holds the file (see `driver/uring/background.rs`).
+            (ActiveBackend::Uring(u), Some(id)) if u.background_live(id) => {
+                u.close_after_background(id, fd)
+            }
             (ActiveBackend::Uring(_), Some(_)) => {
                 let raw = fd.as_raw_fd();
                 let close = op::Close { fd: raw };

@@ -50,6 +50,10 @@ pub struct DriverStats {
     /// one send on the wire. (Received pieces are counted by the pool:
     /// [`PoolStats::pieces`](crate::buf::PoolStats::pieces).)
     pub sends: u64,
+    /// io_uring: background sends whose first try (which never waits) found less room
+    /// in the socket's buffer than it had bytes, so that the rest went as a second,
+    /// waiting send (counted in `sends` too).
+    pub send_rests: u64,
 }
 
 impl DriverStats {

@@ -16,6 +16,15 @@
 //! Dropping the socket while a background send is in flight does not cut it short: the
 //! driver closes the socket once the send has ended.
 //!
+//! On io_uring, a send whose buffer wakes nobody when dropped
+//! ([`IoBuf::drop_wakes_nobody`]: `Vec`, a pool buffer, the HTTP server's responses)
+//! ends unheard, so the core's wait does not stop for it: its first SQE never waits in
+//! the kernel and completes in the enter that submits it, and that enter sleeps until
+//! a completion beyond it (see `driver/uring/background.rs`). A server that answers
+//! one request at a time then makes one `io_uring_enter` per request, not two. A task
+//! that waits for the send (`flush`, a second `send_all`) takes it out of that count:
+//! its completion wakes the task.
+//!
 //! [`send_all`]: crate::net::TcpStream::send_all
 //! [`flush`]: crate::net::TcpStream::flush
 
@@ -31,7 +40,7 @@ use std::task::{Context, Poll, Waker};
 use crate::buf::IoBuf;
 use crate::driver::op::SendAll;
 use crate::driver::{Held, OpId};
-use crate::runtime::context::with_driver;
+use crate::runtime::context::{try_with_driver, with_driver};
 
 /// A socket's background send, shared with the driver's record of it. Atomics rather
 /// than cells, so that a socket stays `Send` (a listener is bound on one thread and
@@ -141,7 +150,10 @@ impl Background {
             }
             self.waiting.store(true, Ordering::SeqCst);
             // It may have finished between the check and the store: look again.
-            if self.in_flight().is_some() {
+            if let Some(id) = self.in_flight() {
+                // Its completion now wakes a task: the turn's wait must not count it
+                // among those it looks beyond (`Uring::turn`).
+                let _ = try_with_driver(|d| d.awaiting_background(id));
                 return Poll::Pending;
             }
         }
@@ -275,6 +287,7 @@ impl<B: IoBuf + Unpin + 'static> Future for SendAllFuture<'_, B> {
             .as_ref()
             .expect("SendAllFuture polled after completion");
         let len = buf.bytes_init();
+        let quiet = buf.drop_wakes_nobody();
         let Some(len32) = u32::try_from(len).ok().filter(|&n| n > 0) else {
             return Poll::Ready(this.not_sent(len));
         };
@@ -295,7 +308,7 @@ impl<B: IoBuf + Unpin + 'static> Future for SendAllFuture<'_, B> {
         // SAFETY: the op points at `buf`'s bytes, which the `InFlight` keeps alive (and
         // which do not move when it does: `IoBuf::stable_ptr`) until the final
         // completion; if the send goes at once, `buf` is still in the future meanwhile.
-        let started = with_driver(|d| unsafe { d.send_all_detached(op, held) });
+        let started = with_driver(|d| unsafe { d.send_all_detached(op, quiet, held) });
         // Sent at once (epoll), if it is still here: done with.
         this.buf = None;
         match started {

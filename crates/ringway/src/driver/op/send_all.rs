@@ -56,8 +56,22 @@ impl SendAll {
     /// Its SQE (it needs no scratch and no ring setting).
     #[inline]
     pub(crate) fn entry(&self) -> squeue::Entry {
+        self.entry_with(false)
+    }
+
+    /// Its SQE; with `first_try`, one that never waits (`MSG_DONTWAIT` instead of
+    /// `MSG_WAITALL`: the kernel does not park it, so it completes in the enter that
+    /// submits it, with what fit in the socket's buffer, or `-EAGAIN`). A background
+    /// send's first SQE on io_uring; see `driver/uring/background.rs`.
+    #[inline(always)]
+    pub(crate) fn entry_with(&self, first_try: bool) -> squeue::Entry {
+        let wait = if first_try {
+            libc::MSG_DONTWAIT
+        } else {
+            libc::MSG_WAITALL
+        };
         opcode::Send::new(types::Fd(self.fd), self.buf, self.len)
-            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+            .flags(libc::MSG_NOSIGNAL | wait)
             .build()
     }
 

@@ -75,6 +75,14 @@ pub(crate) struct Uring {
     /// An `Instant` and the `CLOCK_MONOTONIC` time read just after it, to turn a
     /// deadline into the kernel's absolute time without reading the clock.
     clock_base: (Instant, Duration),
+    /// Background sends start with a first try that never waits (not under SQPOLL,
+    /// whose kernel thread submits on its own time; see `background.rs`).
+    first_tries: bool,
+    /// First tries submitted since the last reap: each posts its CQE during its enter,
+    /// so the turn's wait asks for that many completions more than the one it waits for.
+    first_tries_pending: u32,
+    /// Half the completion queue's size: the most first tries a wait looks beyond.
+    cq_half: usize,
 }
 
 /// Everything the ring's completions are routed with, apart from the ring: a batch of
@@ -128,7 +136,12 @@ impl Uring {
             sq_full_flushes: 0,
             timer_ts: types::Timespec::new(),
             clock_base: clock_base(),
+            first_tries: false,
+            first_tries_pending: 0,
+            cq_half: 0,
         };
+        u.cq_half = u.ring.completion().capacity() / 2;
+        u.first_tries = !u.ring.params().is_setup_sqpoll();
         u.arm_wake();
         u
     }
@@ -188,12 +201,43 @@ impl Uring {
     pub(crate) fn start_background<H: Held>(
         &mut self,
         send: &SendAll,
+        quiet: bool,
         held: impl FnOnce() -> H,
     ) -> OpId {
-        let id = self.records.background.insert(held);
-        let sqe = send.entry().user_data(id.to_user_data());
-        self.push(sqe);
+        let first_try = self.first_tries && quiet;
+        self.first_tries_pending += first_try as u32;
+        let id = self.records.background.insert(held, send, first_try);
+        self.push(send.entry_with(first_try).user_data(id.to_user_data()));
         id
+    }
+
+    /// A task waits for background send `id`: if it is a first try counted for this
+    /// turn's wait, it is counted no more (its CQE wakes that task).
+    pub(crate) fn awaiting_background(&mut self, id: OpId) {
+        if self.records.background.uncount(id) {
+            self.first_tries_pending = self.first_tries_pending.saturating_sub(1);
+        }
+    }
+
+    /// Closes `fd`, the socket of background send `id`, once that send has ended (its
+    /// rest may still have to go out on it); at once if it has.
+    pub(crate) fn close_after_background(&mut self, id: OpId, fd: std::os::fd::OwnedFd) {
+        if let Err(fd) = self.records.background.close_when_done(id, fd) {
+            self.close_soon(fd);
+        }
+    }
+
+    /// Submits the rests of the first tries that did not all fit (after a reap: the
+    /// completion queue is let go).
+    #[cold]
+    fn push_rests(&mut self, d: &mut Delivery<'_>) {
+        let rests: Vec<(OpId, SendAll)> = self.records.background.take_rests().collect();
+        for (id, rest) in rests {
+            d.stats.send_rests += 1;
+            d.stats.sends += 1;
+            d.stats.submitted += 1;
+            self.push(rest.entry().user_data(id.to_user_data()));
+        }
     }
 
     /// Closes `fd` through the ring, with the core's next enter: no syscall of its own
@@ -219,6 +263,7 @@ impl Uring {
 
     /// Asks the kernel to end every background send early (at shutdown).
     pub(crate) fn cancel_background(&mut self) {
+        self.records.background.stop();
         for ud in self.records.background.live_user_data() {
             let sqe = opcode::AsyncCancel::new(ud).build().user_data(CANCEL_UD);
             self.push(sqe);
@@ -388,6 +433,16 @@ impl Uring {
         }
         self.push_unsubmitted(d);
         d.stats.enters += 1;
+        // The counted first tries' CQEs come during this enter (they never wait), and
+        // no task waits for them: a wait waits for one completion beyond them. Not
+        // while a receive is parked on a dry pool (a first try's buffer going back may
+        // be what lets it go on), nor for more than the completion queue holds.
+        let beyond = match self.first_tries_pending as usize {
+            0 => 0,
+            _ if self.records.starved.any() => 0,
+            n if n >= self.cq_half => 0,
+            n => n,
+        };
         let res = match timeout {
             Some(t) if t.is_zero() => {
                 let to_submit = self.ring.submission().len() as u32;
@@ -407,10 +462,13 @@ impl Uring {
                     .sec(t.as_secs())
                     .nsec(t.subsec_nanos());
                 let args = types::SubmitArgs::new().timespec(&ts);
-                self.ring.submitter().submit_with_args(1, &args)
+                self.ring.submitter().submit_with_args(1 + beyond, &args)
             }
-            None => self.ring.submit_and_wait(1),
+            None => self.ring.submit_and_wait(1 + beyond),
         };
+        // Their CQEs are reaped below (or were posted by this enter, if it failed
+        // before waiting: the next enter does not count them again).
+        self.first_tries_pending = 0;
         if let Err(e) = res {
             match e.raw_os_error() {
                 Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN) => {}
@@ -529,6 +587,9 @@ impl Uring {
         if std::mem::take(&mut self.records.wake_read) {
             self.arm_wake();
         }
+        if self.records.background.has_rests() {
+            self.push_rests(d);
+        }
         n
     }
 }
@@ -566,7 +627,8 @@ impl Records {
 
     fn dispatch(&mut self, d: &mut Delivery<'_>, ud: u64, result: i32, flags: u32) {
         if ud as u32 == background::TAG {
-            self.background.finish((ud >> 32) as u32, result);
+            self.background
+                .complete((ud >> 32) as u32, result, &mut self.closes);
             return;
         }
         if ud as u32 == INTERNAL as u32 {
