@@ -29,6 +29,9 @@ pub trait StreamSocket: sealed::Sealed + Unpin + 'static {
     /// `shutdown(SHUT_WR)`.
     #[doc(hidden)]
     fn shutdown_write(&self) -> io::Result<()>;
+    /// A task is about to wait for the send in flight through its buffer's drop.
+    #[doc(hidden)]
+    fn awaiting_send(&self);
 }
 
 impl StreamSocket for TcpStream {
@@ -44,6 +47,9 @@ impl StreamSocket for TcpStream {
     fn shutdown_write(&self) -> io::Result<()> {
         self.shutdown(Shutdown::Write)
     }
+    fn awaiting_send(&self) {
+        self.awaiting_send()
+    }
 }
 
 impl StreamSocket for UnixStream {
@@ -58,5 +64,8 @@ impl StreamSocket for UnixStream {
     }
     fn shutdown_write(&self) -> io::Result<()> {
         self.shutdown(Shutdown::Write)
+    }
+    fn awaiting_send(&self) {
+        self.awaiting_send()
     }
 }

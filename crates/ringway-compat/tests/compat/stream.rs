@@ -367,3 +367,58 @@ async fn a_dropped_stream_still_delivers_what_it_accepted() {
     assert!(got == expect);
     assert_eq!(ringway::runtime::task_count(), 0, "the helper task ended");
 }
+
+#[test]
+fn one_enter_per_request_at_one_connection() {
+    // A tokio-style server on the adapter answering one request at a time. Each
+    // answer's send (the adapter's output buffer, whose drop wakes a task only if one
+    // said it waits) must not end the core's wait meant for the next request: one
+    // `io_uring_enter` per request, not two. The driver's count of enters is the
+    // kernel's (ringway's suite checks the two against each other).
+    let rt = ringway::Runtime::builder()
+        .worker_threads(1)
+        .backend(ringway::Backend::Uring)
+        .build()
+        .unwrap();
+    let requests = 400u64;
+    rt.block_on(async move {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = ringway::spawn(async move {
+            let (s, _) = listener.accept().await.unwrap();
+            s.set_nodelay(true).unwrap();
+            let mut s = CompatStream::new(s);
+            let mut ask = [0u8; 8];
+            while s.read_exact(&mut ask).await.is_ok() {
+                s.write_all(b"re:").await.unwrap();
+                s.write_all(&ask).await.unwrap();
+                s.flush().await.unwrap();
+            }
+        });
+        let client = std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            let mut c = std::net::TcpStream::connect(addr).unwrap();
+            c.set_nodelay(true).unwrap();
+            let mut got = [0u8; 11];
+            for i in 0..requests {
+                let ask = format!("{i:08}");
+                c.write_all(ask.as_bytes()).unwrap();
+                c.read_exact(&mut got).unwrap();
+                assert_eq!(&got[..3], b"re:");
+                assert_eq!(&got[3..], ask.as_bytes());
+            }
+        });
+        let before = driver_stats();
+        ringway::spawn_blocking(move || client.join().expect("client thread"))
+            .await
+            .unwrap();
+        let enters = driver_stats().enters - before.enters;
+        server.await.unwrap();
+        // The connection's setup, its end and the join's wake-up take a few.
+        assert!(
+            enters <= requests + 20,
+            "{enters} io_uring_enter calls for {requests} requests at one connection"
+        );
+        assert!(enters >= requests / 2, "{enters}: every request waited");
+    });
+}

@@ -40,8 +40,11 @@ pub unsafe trait IoBuf: 'static {
     /// look beyond its completion and sleep until an event that wakes a task: a server
     /// that answers one request at a time then makes one `io_uring_enter` per request,
     /// not two. A buffer whose drop tells a task that the send has ended (a writer
-    /// that waits for its buffer to come back) must keep the default, or that task may
-    /// sleep until the next event. This is about liveness, not memory safety.
+    /// that waits for its buffer to come back) must keep the default, or that task must
+    /// call the socket's `awaiting_send` (e.g.
+    /// [`TcpStream::awaiting_send`](crate::net::TcpStream::awaiting_send)) before each
+    /// such wait; otherwise it may sleep until the next event. This is about liveness,
+    /// not memory safety.
     #[inline]
     fn drop_wakes_nobody(&self) -> bool {
         false

@@ -150,14 +150,20 @@ impl Background {
             }
             self.waiting.store(true, Ordering::SeqCst);
             // It may have finished between the check and the store: look again.
-            if let Some(id) = self.in_flight() {
-                // Its completion now wakes a task: the turn's wait must not count it
-                // among those it looks beyond (`Uring::turn`).
-                let _ = try_with_driver(|d| d.awaiting_background(id));
+            if self.in_flight().is_some() {
+                self.awaited();
                 return Poll::Pending;
             }
         }
         Poll::Ready(self.error().map_or(Ok(()), Err))
+    }
+
+    /// A task waits for the send in flight (if any) to end: its completion must end the
+    /// core's wait, which does not count it among those it looks beyond (`Uring::turn`).
+    pub(crate) fn awaited(&self) {
+        if let Some(id) = self.in_flight() {
+            let _ = try_with_driver(|d| d.awaiting_background(id));
+        }
     }
 
     /// The send in flight has ended, with `error` (0 if none). The rare parts (an

@@ -227,6 +227,12 @@ impl Socket {
         Flush::new(self.background())
     }
 
+    pub(super) fn awaiting_send(&self) {
+        if let Some(b) = self.background.get() {
+            b.awaited();
+        }
+    }
+
     fn background(&self) -> &std::sync::Arc<Background> {
         self.background.get_or_init(Background::take)
     }

@@ -72,6 +72,12 @@ impl WriteHalf<'_> {
         self.socket.flush()
     }
 
+    /// Says that a task is about to wait for the background send in flight by a means
+    /// of its own (see [`TcpStream::awaiting_send`](super::TcpStream::awaiting_send)).
+    pub fn awaiting_send(&self) {
+        self.socket.awaiting_send()
+    }
+
     /// Shuts down the writing direction: the peer reads end of stream.
     pub fn shutdown(&self) -> io::Result<()> {
         self.socket.shutdown(std::net::Shutdown::Write)

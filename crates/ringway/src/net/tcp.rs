@@ -322,6 +322,16 @@ impl TcpStream {
         self.socket.flush()
     }
 
+    /// Says that a task is about to wait for the background send in flight (if any) to
+    /// end by a means of its own, not [`flush`](Self::flush): its buffer's drop, as
+    /// ringway-compat's writer does. On io_uring the core's wait then ends at that
+    /// send's completion, which it otherwise looks beyond when the buffer's
+    /// [`drop_wakes_nobody`](crate::buf::IoBuf::drop_wakes_nobody) is true. Call it
+    /// before each such wait; `flush` and `send_all` need none.
+    pub fn awaiting_send(&self) {
+        self.socket.awaiting_send()
+    }
+
     /// Writes several buffers in one `sendmsg`; returns how many bytes went.
     pub fn write_vectored<B: IoBuf + Unpin>(&mut self, bufs: Vec<B>) -> OpFuture<WriteVectored<B>> {
         self.socket.write_vectored(bufs)
@@ -494,6 +504,12 @@ impl OwnedWriteHalf {
     /// if any, has finished; returns the error that broke the stream, if one did.
     pub fn flush(&mut self) -> Flush<'_> {
         self.socket.flush()
+    }
+
+    /// Says that a task is about to wait for the background send in flight by a means
+    /// of its own (see [`TcpStream::awaiting_send`](super::TcpStream::awaiting_send)).
+    pub fn awaiting_send(&self) {
+        self.socket.awaiting_send()
     }
 
     /// Shuts down the write direction (the peer reads end of stream).

@@ -149,6 +149,16 @@ impl UnixStream {
         self.socket.flush()
     }
 
+    /// Says that a task is about to wait for the background send in flight (if any) to
+    /// end by a means of its own, not [`flush`](Self::flush): its buffer's drop, as
+    /// ringway-compat's writer does. On io_uring the core's wait then ends at that
+    /// send's completion, which it otherwise looks beyond when the buffer's
+    /// [`drop_wakes_nobody`](crate::buf::IoBuf::drop_wakes_nobody) is true. Call it
+    /// before each such wait; `flush` and `send_all` need none.
+    pub fn awaiting_send(&self) {
+        self.socket.awaiting_send()
+    }
+
     /// Writes several buffers in one `sendmsg`.
     pub fn write_vectored<B: IoBuf + Unpin>(&mut self, bufs: Vec<B>) -> OpFuture<WriteVectored<B>> {
         self.socket.write_vectored(bufs)
