@@ -171,17 +171,23 @@ fn a_dropped_socket_number_is_not_reused_before_its_send_ends() {
 }
 
 /// A buffer that counts its drops (the driver must drop it once the kernel is done).
-/// `quiet`: it says its drop wakes nobody (true: it only counts), so that on io_uring
-/// its send starts with a first try that never waits.
+/// `quiet`: it says its drop wakes nobody, so that on io_uring its send starts with a
+/// first try that never waits; true only while nothing waits on `done`.
 struct Counted {
     bytes: Vec<u8>,
     drops: Rc<Cell<usize>>,
     quiet: bool,
+    /// Sent when dropped: a task may wait on it, as ringway-compat's writer waits on
+    /// its buffer's drop.
+    done: Option<ringway::sync::oneshot::Sender<()>>,
 }
 
 impl Drop for Counted {
     fn drop(&mut self) {
         self.drops.set(self.drops.get() + 1);
+        if let Some(tx) = self.done.take() {
+            let _ = tx.send(());
+        }
     }
 }
 
@@ -255,6 +261,7 @@ async fn many_sends_arrive_whole_and_in_order() {
             bytes,
             drops: drops.clone(),
             quiet: rng.random_bool(0.5),
+            done: None,
         };
         stream.send_all(buf).await.expect("send_all");
     }
@@ -366,6 +373,7 @@ async fn a_send_dropped_before_it_started_sends_nothing() {
             bytes: vec![b'X'; 1000],
             drops: drops.clone(),
             quiet: false,
+            done: None,
         });
         let mut second = std::pin::pin!(second);
         let polled =
@@ -387,34 +395,6 @@ async fn a_send_dropped_before_it_started_sends_nothing() {
     assert_eq!(&got[4 << 20..], b"end");
 }
 
-/// A buffer whose drop tells a task that its send has ended (as ringway-compat's
-/// writer buffers do): it keeps `drop_wakes_nobody`'s default.
-struct Signalling {
-    bytes: Vec<u8>,
-    done: Option<ringway::sync::oneshot::Sender<()>>,
-}
-
-impl Drop for Signalling {
-    fn drop(&mut self) {
-        if let Some(tx) = self.done.take() {
-            let _ = tx.send(());
-        }
-    }
-}
-
-// SAFETY: the bytes live in the Vec's heap allocation, which does not move with `self`.
-unsafe impl IoBuf for Signalling {
-    fn stable_ptr(&self) -> *const u8 {
-        self.bytes.as_ptr()
-    }
-    fn bytes_init(&self) -> usize {
-        self.bytes.len()
-    }
-    fn bytes_total(&self) -> usize {
-        self.bytes.capacity()
-    }
-}
-
 async fn a_buffer_whose_drop_wakes_a_task_is_heard_at_once() {
     // Nothing else happens on the core: no reply, no timer but a far one. If the
     // core's wait looked beyond this send's completion, the task would sleep until that
@@ -429,8 +409,11 @@ async fn a_buffer_whose_drop_wakes_a_task_is_heard_at_once() {
             let (tx, rx) = ringway::sync::oneshot::channel();
             let started = Instant::now();
             stream
-                .send_all(Signalling {
+                .send_all(Counted {
                     bytes: vec![round; 100],
+                    drops: Rc::default(),
+                    // Its drop wakes the task below: it must not say otherwise.
+                    quiet: false,
                     done: Some(tx),
                 })
                 .await
