@@ -9,8 +9,10 @@ use ringway::Runtime;
 /// One core's counters that say what its receive pool went through.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct PoolReport {
-    /// Buffers per core.
+    /// Buffers per core (at the stop: the pool grows when its receives find it dry).
     pub total: usize,
+    /// Times a core's pool doubled.
+    pub grown: u64,
     /// What one receive may pin (`usize::MAX`: no share).
     pub share: usize,
     /// The most buffers pinned at once, on the core where that was most.
@@ -30,6 +32,7 @@ impl PoolReport {
     fn of_core(d: DriverStats, p: ringway::buf::PoolStats) -> PoolReport {
         PoolReport {
             total: p.total,
+            grown: d.pool_grown,
             share: p.share,
             peak_pinned: p.peak_pinned,
             share_stops: d.recv_share_stops,
@@ -44,6 +47,7 @@ impl PoolReport {
     fn and(self, o: PoolReport) -> PoolReport {
         PoolReport {
             total: self.total.max(o.total),
+            grown: self.grown + o.grown,
             share: self.share.min(o.share),
             peak_pinned: self.peak_pinned.max(o.peak_pinned),
             share_stops: self.share_stops + o.share_stops,
@@ -78,10 +82,11 @@ impl std::fmt::Display for PoolReport {
         };
         write!(
             f,
-            "peak_pinned {} of {} share {share} share_stops {} backlogged {} starved {} \
-             pressure_stops {} reclaimed {}",
+            "peak_pinned {} of {} grown {} share {share} share_stops {} backlogged {} \
+             starved {} pressure_stops {} reclaimed {}",
             self.peak_pinned,
             self.total,
+            self.grown,
             self.share_stops,
             self.backlogged,
             self.starved,
@@ -99,6 +104,7 @@ mod tests {
     fn cores_add_up_and_the_peak_is_the_highest() {
         let a = PoolReport {
             total: 64,
+            grown: 1,
             share: 8,
             peak_pinned: 9,
             share_stops: 3,
@@ -120,7 +126,7 @@ mod tests {
                 ..s
             }
             .to_string(),
-            "peak_pinned 17 of 64 share off share_stops 6 backlogged 8 starved 2 \
+            "peak_pinned 17 of 64 grown 2 share off share_stops 6 backlogged 8 starved 2 \
              pressure_stops 4 reclaimed 20"
         );
     }

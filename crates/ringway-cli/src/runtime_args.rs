@@ -9,8 +9,9 @@ use ringway::buf::{PoolShare, MAX_POOL_BUF_SIZE};
 use ringway::{Backend, Runtime};
 use ringway_load::cli::backend_parser;
 
-/// `--backend`, `--threads`, `--pin`, `--pool-buffers`, `--pool-buffer-size`,
-/// `--incremental-pool-buffers`, `--whole-pool-buffers`, `--pool-share`.
+/// `--backend`, `--threads`, `--pin`, `--pool-buffers`, `--pool-buffers-max`,
+/// `--pool-buffer-size`, `--incremental-pool-buffers`, `--whole-pool-buffers`,
+/// `--pool-share`.
 #[derive(Debug, Args)]
 pub(crate) struct RuntimeArgs {
     /// I/O backend (default: auto, or RINGWAY_BACKEND if set).
@@ -26,6 +27,11 @@ pub(crate) struct RuntimeArgs {
     /// --pool-buffer-size, the memory each core's multishot receives fill.
     #[arg(long, value_name = "N", value_parser = parse_pool_buffers)]
     pub pool_buffers: Option<u16>,
+    /// The most receive buffers a core's pool grows to when its receives find it dry
+    /// (a power of two, at most 32768; default 1024; at or below --pool-buffers, it
+    /// never grows).
+    #[arg(long, value_name = "N", value_parser = parse_pool_buffers)]
+    pub pool_buffers_max: Option<u16>,
     /// Size of each receive buffer: bytes, or with a KiB suffix (default 64KiB, at most
     /// 512KiB).
     #[arg(long, value_name = "SIZE", value_parser = parse_pool_buffer_size)]
@@ -64,6 +70,9 @@ impl RuntimeArgs {
                 self.pool_buffers.unwrap_or(defaults.pool_buffers),
                 self.pool_buffer_size.unwrap_or(defaults.pool_buf_size),
             );
+        }
+        if let Some(max) = self.pool_buffers_max {
+            b.buffer_pool_max(max);
         }
         if self.incremental_pool_buffers {
             b.incremental_pool(true);

@@ -188,6 +188,9 @@ impl IoDriver {
             // Four large buffers shared piece after piece by every connection; whole
             // buffers would let four receives take the pool (see POOL_BUF_SIZE).
             pool_incremental,
+            // Fixed: four incremental buffers hold many receives each, and one of
+            // 256 KiB doubling to the runtime's default cap would be 256 MiB.
+            pool_buffers_max: pool_buffers,
             ..DriverConfig::default()
         };
         Ok(IoDriver {

@@ -7,7 +7,9 @@
 //! 64-byte buffers, check every byte, and check that the pool really ran dry
 //! (`driver_stats().pool_starved > 0`: receives parked on `ENOBUFS`, not re-arms of
 //! any other kind), that each parked receive resumed (`pool_resumed`), and that every
-//! buffer came back (`in_use == 0`).
+//! buffer came back (`in_use == 0`). Their pools are fixed (`buffer_pool_max` at the
+//! pool's count), but for `a_dry_pool_doubles_up_to_its_cap`: a pool that may grow
+//! answers a dry turn by growing, and is at its cap before the rest of this applies.
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
@@ -40,6 +42,7 @@ macro_rules! both {
 both!(
     echo_through_an_exhausted_pool,
     multishot_resumes_after_the_pool_ran_dry,
+    a_dry_pool_doubles_up_to_its_cap,
     multishot_yields_exactly_the_bytes_then_none,
     a_reader_that_falls_behind_cannot_drain_the_pool,
     a_stalled_reader_pins_at_most_its_share_of_the_pool,
@@ -57,7 +60,7 @@ fn runtime_with(backend: Backend, pool: Option<(u16, usize)>, pressure_rule: boo
         .backend(backend)
         .pool_pressure(pressure_rule);
     if let Some((count, size)) = pool {
-        b.buffer_pool(count, size);
+        b.buffer_pool(count, size).buffer_pool_max(count);
     }
     let rt = b.build().expect("build runtime");
     assert_eq!(rt.backend().kind, backend);
@@ -274,6 +277,79 @@ fn multishot_resumes_after_the_pool_ran_dry(backend: Backend) {
             driver_stats().pool_resumed > before.pool_resumed,
             "the parked receive resumed when the buffers came back"
         );
+        writer.join().unwrap();
+        drop(rx);
+        settle(0).await;
+    });
+}
+
+/// A pool of two 64-byte buffers that may grow to eight: the reader keeps every piece
+/// it takes, so each time the pool runs dry only growth lets the receive go on: it
+/// parks, the pool doubles, and the receive resumes with the reader's pieces still held;
+/// at eight it parks for good, until the reader lets go. Every byte arrives, in order.
+fn a_dry_pool_doubles_up_to_its_cap(backend: Backend) {
+    let mut b = Runtime::builder();
+    b.worker_threads(1)
+        .backend(backend)
+        .buffer_pool(2, 64)
+        .buffer_pool_max(8);
+    let rt = b.build().expect("build runtime");
+    assert_eq!(rt.backend().kind, backend);
+    rt.block_on(async {
+        const TOTAL: usize = 64 * 1024;
+        let data = random_bytes(11, TOTAL);
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let sent = data.clone();
+        let writer = std::thread::spawn(move || peer.write_all(&sent).unwrap());
+        let stats = pool_stats();
+        assert_eq!((stats.total, stats.capacity), (2, 8));
+        let before = driver_stats();
+
+        let mut rx = stream.recv_multishot();
+        let mut held = Vec::new();
+        let mut got = Vec::with_capacity(TOTAL);
+        // Eight 64-byte pieces at most can be held: the pool's cap, each piece its
+        // buffer's last (whole buffers on io_uring; on epoll a full buffer is closed).
+        while held.len() < 8 {
+            // Without growth the third piece never comes (the reader holds the pool).
+            let piece = ringway::time::timeout(Duration::from_secs(10), rx.next())
+                .await
+                .unwrap_or_else(|_| panic!("no piece {} while {} held", held.len() + 1, held.len()))
+                .expect("bytes")
+                .expect("receive");
+            got.extend_from_slice(&piece);
+            held.push(piece);
+        }
+        assert_eq!(
+            (pool_stats().total, pool_stats().free),
+            (8, 0),
+            "grown to its cap, every buffer held"
+        );
+        // At its cap the pool grows no more: the receive parks (a third time) until the
+        // reader lets go, and stays parked.
+        let parked = || driver_stats().pool_starved - before.pool_starved;
+        for _ in 0..100 {
+            if parked() >= 3 {
+                break;
+            }
+            sleep(Duration::from_millis(10)).await;
+        }
+        sleep(Duration::from_millis(50)).await;
+        assert_eq!(
+            (parked(), driver_stats().pool_grown - before.pool_grown),
+            (3, 2),
+            "parked on 2 and on 4 buffers, each time followed by a doubling; then on 8, \
+             the cap, for good"
+        );
+        drop(held);
+        while got.len() < TOTAL {
+            let piece = rx.next().await.expect("bytes").expect("receive");
+            got.extend_from_slice(&piece);
+        }
+        check_same(&got, &data, "received").unwrap();
+        assert_eq!(pool_stats().total, 8);
         writer.join().unwrap();
         drop(rx);
         settle(0).await;

@@ -28,18 +28,32 @@ struct Account {
 }
 
 impl Books {
-    /// Books for `count` buffers, all available and empty.
-    pub(super) fn new(count: u16) -> Books {
+    /// Books for `cap` buffers of which the first `count` are available and empty; the
+    /// rest are not in the pool yet (no reference, not available) until
+    /// [`grow`](Self::grow) adds them.
+    pub(super) fn new(count: u16, cap: u16) -> Books {
+        debug_assert!(count <= cap);
         Books {
-            bufs: (0..count)
-                .map(|_| Account {
-                    refs: Cell::new(1),
+            bufs: (0..cap)
+                .map(|bid| Account {
+                    refs: Cell::new(u32::from(bid < count)),
                     filled: Cell::new(0),
                 })
                 .collect(),
             available: Cell::new(count as usize),
             lowest: Cell::new(count as usize),
         }
+    }
+
+    /// Buffers `from..to`, not in the pool until now, are available and empty. The
+    /// least availability seen moves up with them: what was pinned at most stays what
+    /// it was.
+    pub(super) fn grow(&self, from: u16, to: u16) {
+        for bid in from..to {
+            self.renew(bid);
+        }
+        let added = usize::from(to - from);
+        self.lowest.set(self.lowest.get() + added);
     }
 
     /// Records a piece of `len` bytes cut from buffer `bid`; returns its offset.
@@ -145,7 +159,7 @@ mod tests {
 
     #[test]
     fn pieces_alive_are_the_references_beyond_the_writers() {
-        let books = Books::new(3);
+        let books = Books::new(3, 3);
         assert_eq!(books.in_use(), 0);
         assert_eq!((books.cut(0, 10, true), books.cut(0, 5, true)), (0, 10));
         assert_eq!(books.in_use(), 2);

@@ -25,6 +25,15 @@
 //! When the pool runs dry the kernel ends a multishot receive with `ENOBUFS`; the driver
 //! parks that receive and re-arms it once a buffer has come back (see `returned`).
 //!
+//! # Growing
+//!
+//! Whole buffers (io_uring's default) are one per receive, so a thousand connections
+//! whose requests arrive in one turn take a thousand buffers before any comes back. A
+//! pool starts at its count (128) and doubles, up to its capacity (1024 by default,
+//! `DriverConfig::pool_buffers_max`), each time receives were parked on it: the ring is
+//! registered with the capacity's entries and the memory reserved for it, and a buffer
+//! not yet given out is never written, so it costs address space only.
+//!
 //! # One connection's share
 //!
 //! A piece pins its whole buffer, however small it is, until it is dropped: ten bytes
@@ -89,6 +98,8 @@ impl fmt::Debug for BufferPool {
 pub struct PoolStats {
     /// Buffers in the pool.
     pub total: usize,
+    /// The most buffers the pool may grow to ([`BufferPool::capacity`]).
+    pub capacity: usize,
     /// Pieces of buffers currently held by the program (as `PoolBuf`s).
     pub in_use: usize,
     /// Size of each buffer in bytes.
@@ -108,10 +119,14 @@ pub struct PoolStats {
 }
 
 struct PoolInner {
-    /// `count * buf_size` bytes; buffer `bid` starts at `bid * buf_size`.
+    /// `cap * buf_size` bytes; buffer `bid` starts at `bid * buf_size`. Pages of buffers
+    /// not in the pool yet are never touched (and so never resident).
     mem: NonNull<u8>,
     buf_size: usize,
-    count: u16,
+    /// Buffers in the pool: `0..count` (see [`BufferPool::grow`]).
+    count: Cell<u16>,
+    /// The most buffers the pool may grow to; for a ring, its entries (a power of two).
+    cap: u16,
     /// Per buffer, its references and how far it is filled. A copied-out piece's pool
     /// has books of its one buffer too, so that a piece's drop need not ask which kind
     /// of pool it is in.
@@ -132,7 +147,7 @@ struct PoolInner {
 }
 
 enum Store {
-    /// io_uring provided buffer ring: `count` entries, page aligned, mmapped.
+    /// io_uring provided buffer ring: `cap` entries, page aligned, mmapped.
     Ring {
         base: NonNull<BufRingEntry>,
         map_len: usize,
@@ -158,11 +173,18 @@ const NO_BUF: u16 = u16::MAX;
 const BUF_MORE: u32 = 1 << 4;
 
 impl BufferPool {
-    /// A pool backed by a provided-buffer ring for io_uring. `count` must be a power of
-    /// two no larger than 32768, `buf_size` at most [`MAX_POOL_BUF_SIZE`]. The caller
-    /// registers [`ring_addr`](Self::ring_addr), with `IOU_PBUF_RING_INC` if
-    /// `incremental`.
-    pub(crate) fn new_ring(count: u16, buf_size: usize, incremental: bool) -> io::Result<Self> {
+    /// A pool backed by a provided-buffer ring for io_uring: `count` buffers, which
+    /// [`grow`](Self::grow) may double up to `cap` (less than `count`: never). `count`
+    /// must be a power of two no larger than 32768 (`cap` is rounded up to one),
+    /// `buf_size` at most [`MAX_POOL_BUF_SIZE`]. The caller registers
+    /// [`ring_addr`](Self::ring_addr) with [`ring_entries`](Self::ring_entries)
+    /// entries, with `IOU_PBUF_RING_INC` if `incremental`.
+    pub(crate) fn new_ring(
+        count: u16,
+        cap: u16,
+        buf_size: usize,
+        incremental: bool,
+    ) -> io::Result<Self> {
         if !count.is_power_of_two() || count > 32768 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -170,7 +192,8 @@ impl BufferPool {
             ));
         }
         check_size(buf_size)?;
-        let map_len = count as usize * std::mem::size_of::<BufRingEntry>();
+        let cap = cap.max(count).min(32768).next_power_of_two();
+        let map_len = cap as usize * std::mem::size_of::<BufRingEntry>();
         // SAFETY: an anonymous private mapping has no preconditions; we check the result.
         let ptr = unsafe {
             libc::mmap(
@@ -188,6 +211,7 @@ impl BufferPool {
         let base = NonNull::new(ptr.cast::<BufRingEntry>()).expect("mmap returned null");
         let pool = Self::with_store(
             count,
+            cap,
             buf_size,
             if incremental { BUF_MORE } else { 0 },
             Store::Ring {
@@ -203,9 +227,10 @@ impl BufferPool {
         Ok(pool)
     }
 
-    /// A pool backed by a free list, for the epoll driver. `buf_size` is at most
+    /// A pool backed by a free list, for the epoll driver: `count` buffers, which
+    /// [`grow`](Self::grow) may double up to `cap`. `buf_size` is at most
     /// [`MAX_POOL_BUF_SIZE`].
-    pub(crate) fn new_list(count: u16, buf_size: usize) -> io::Result<Self> {
+    pub(crate) fn new_list(count: u16, cap: u16, buf_size: usize) -> io::Result<Self> {
         if count == 0 || count == NO_BUF {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -213,9 +238,11 @@ impl BufferPool {
             ));
         }
         check_size(buf_size)?;
+        let cap = cap.clamp(count, NO_BUF - 1);
         let free = (0..count).rev().collect();
         Ok(Self::with_store(
             count,
+            cap,
             buf_size,
             0,
             Store::List {
@@ -225,13 +252,56 @@ impl BufferPool {
         ))
     }
 
-    fn with_store(count: u16, buf_size: usize, more: u32, store: Store) -> Self {
+    fn with_store(count: u16, cap: u16, buf_size: usize, more: u32, store: Store) -> Self {
         assert!(count > 0 && buf_size > 0, "empty buffer pool");
-        let total = count as usize * buf_size;
+        // Zeroed memory from the allocator: a large block is a fresh mapping, whose
+        // pages become resident only when written (a buffer's first receive).
+        let total = cap as usize * buf_size;
         let mem: Box<[u8]> = vec![0u8; total].into_boxed_slice();
         BufferPool {
-            inner: Rc::new(PoolInner::with_mem(mem, buf_size, count, more, store)),
+            inner: Rc::new(PoolInner::with_mem(mem, buf_size, count, cap, more, store)),
         }
+    }
+
+    /// Doubles the pool (up to its [`capacity`](Self::capacity)): the driver's answer
+    /// when receives found it dry, before the pool-pressure rule. Many connections
+    /// whose receives each take a buffer in one turn (a thousand requests arriving
+    /// together on whole buffers) need more buffers than a few fast ones do, and a
+    /// buffer that is never given out costs no memory; so the pool starts small and
+    /// grows to what the core's traffic takes. False if it is at its capacity already.
+    /// The buffers added are given to the kernel (or the free list) at once and the
+    /// pool's "a buffer came back" mark is set, so parked receives are re-armed.
+    pub(crate) fn grow(&self) -> bool {
+        let inner = &self.inner;
+        let from = inner.count.get();
+        if from >= inner.cap {
+            return false;
+        }
+        let to = from.saturating_mul(2).min(inner.cap);
+        inner.books.grow(from, to);
+        inner.count.set(to);
+        match &inner.store {
+            Store::Ring { .. } => {
+                for bid in from..to {
+                    inner.push_ring(bid);
+                }
+                inner.publish_tail();
+            }
+            Store::List { free, .. } => free.borrow_mut().extend((from..to).rev()),
+            Store::Copy => unreachable!("a copied-out piece's pool has one buffer"),
+        }
+        inner.returned.set(true);
+        true
+    }
+
+    /// The most buffers the pool may grow to (its ring's entries on io_uring).
+    pub fn capacity(&self) -> u16 {
+        self.inner.cap
+    }
+
+    /// Entries of the provided-buffer ring to register: the pool's capacity.
+    pub(crate) fn ring_entries(&self) -> u16 {
+        self.inner.cap
     }
 
     /// The ring's address for `register_buf_ring`, if this is a ring pool.
@@ -260,9 +330,10 @@ impl BufferPool {
         }
     }
 
-    /// Number of buffers.
+    /// Number of buffers in the pool now (it grows up to its
+    /// [`capacity`](Self::capacity) when receives find it dry).
     pub fn count(&self) -> u16 {
-        self.inner.count
+        self.inner.count.get()
     }
 
     /// Size of each buffer.
@@ -284,7 +355,7 @@ impl BufferPool {
     /// Sets what one receive may pin ([`share`](Self::share)) and whether the driver
     /// relieves a dry pool ([`relieves_pressure`](Self::relieves_pressure)).
     pub(crate) fn set_policy(&self, share: PoolShare, relieve: bool) {
-        self.inner.share.set(share.buffers(self.inner.count));
+        self.inner.share.set(share.buffers(self.inner.count.get()));
         self.inner.relieve.set(relieve);
     }
 
@@ -307,13 +378,14 @@ impl BufferPool {
     pub fn stats(&self) -> PoolStats {
         let books = &self.inner.books;
         PoolStats {
-            total: self.inner.count as usize,
+            total: usize::from(self.count()),
+            capacity: usize::from(self.inner.cap),
             in_use: books.in_use(),
             buf_size: self.inner.buf_size,
             free: self.free_count(),
             pieces: self.inner.pieces.get(),
             share: self.share(),
-            peak_pinned: self.inner.count as usize - books.lowest(),
+            peak_pinned: usize::from(self.count()) - books.lowest(),
         }
     }
 
@@ -335,7 +407,7 @@ impl BufferPool {
         let Store::Ring { .. } = &self.inner.store else {
             unreachable!("a provided buffer from a list pool")
         };
-        debug_assert!(bid < self.inner.count);
+        debug_assert!(bid < self.inner.count.get());
         if result <= 0 {
             if self.inner.more == 0 {
                 let books = &self.inner.books;
@@ -353,7 +425,7 @@ impl BufferPool {
     #[inline(always)]
     pub(crate) fn provided_bytes(&self, bid: u16, len: u32, flags: u32) -> PoolBuf {
         debug_assert!(matches!(self.inner.store, Store::Ring { .. }));
-        debug_assert!(bid < self.inner.count && len > 0);
+        debug_assert!(bid < self.inner.count.get() && len > 0);
         let open = flags & self.inner.more != 0;
         let off = self.inner.books.cut(bid, len, open);
         debug_assert!(off as usize + len as usize <= self.inner.buf_size);
@@ -459,14 +531,22 @@ fn check_size(buf_size: usize) -> io::Result<()> {
 }
 
 impl PoolInner {
-    fn with_mem(mem: Box<[u8]>, buf_size: usize, count: u16, more: u32, store: Store) -> PoolInner {
-        debug_assert_eq!(mem.len(), buf_size * count as usize);
+    fn with_mem(
+        mem: Box<[u8]>,
+        buf_size: usize,
+        count: u16,
+        cap: u16,
+        more: u32,
+        store: Store,
+    ) -> PoolInner {
+        debug_assert_eq!(mem.len(), buf_size * cap as usize);
         let mem = NonNull::new(Box::into_raw(mem).cast::<u8>()).expect("box is non-null");
         PoolInner {
             mem,
             buf_size,
-            count,
-            books: Books::new(count),
+            count: Cell::new(count),
+            cap,
+            books: Books::new(count, cap),
             more,
             pieces: Cell::new(0),
             returned: Cell::new(false),
@@ -484,7 +564,7 @@ impl PoolInner {
 
     #[inline]
     fn buf_ptr(&self, bid: u16) -> *mut u8 {
-        // SAFETY: bid < count, so the offset stays inside the allocation.
+        // SAFETY: bid < count <= cap, so the offset stays inside the allocation.
         unsafe { self.mem.as_ptr().add(bid as usize * self.buf_size) }
     }
 
@@ -520,7 +600,7 @@ impl PoolInner {
                 // written: an incremental ring's kernel moves an entry's address and
                 // length as it fills the buffer.
                 unsafe {
-                    let entry = &mut *base.as_ptr().add((at & (self.count - 1)) as usize);
+                    let entry = &mut *base.as_ptr().add((at & (self.cap - 1)) as usize);
                     entry.set_addr(self.buf_ptr(bid) as u64);
                     entry.set_len(self.buf_size as u32);
                     entry.set_bid(bid);
@@ -542,9 +622,9 @@ impl PoolInner {
         let Store::Ring { base, tail, .. } = &self.store else {
             unreachable!("push_ring on a list pool")
         };
-        let mask = self.count - 1;
+        let mask = self.cap - 1;
         let idx = tail.get() & mask;
-        // SAFETY: idx < count, inside the mapping; the kernel only reads entries between
+        // SAFETY: idx < cap (the ring's entries), inside the mapping; the kernel only reads entries between
         // its head and the published tail, and this one is past the published tail.
         unsafe {
             let entry = &mut *base.as_ptr().add(idx as usize);
@@ -571,7 +651,7 @@ impl PoolInner {
 
 impl Drop for PoolInner {
     fn drop(&mut self) {
-        let total = self.count as usize * self.buf_size;
+        let total = self.cap as usize * self.buf_size;
         // SAFETY: `mem` came from Box::into_raw of a boxed slice of exactly `total` bytes.
         unsafe {
             drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
@@ -701,7 +781,7 @@ impl PoolBuf {
             bytes
         };
         let size = bytes.len();
-        let copy = Rc::new(PoolInner::with_mem(bytes, size, 1, 0, Store::Copy));
+        let copy = Rc::new(PoolInner::with_mem(bytes, size, 1, 1, 0, Store::Copy));
         let old = std::mem::replace(&mut *self.pool, copy);
         let bid = self.at.bid;
         self.at = Place::new(0, 0, len as u32);
@@ -816,7 +896,7 @@ mod tests {
             2 * size_of::<usize>(),
             "what a receive stream yields fits in two registers"
         );
-        let pool = BufferPool::new_list(2, 16).unwrap();
+        let pool = BufferPool::new_list(2, 2, 16).unwrap();
         let (mut b, short) = receive(&pool, b"hello world").unwrap();
         assert!(short, "11 bytes of 16 offered");
         b.truncate(20);
@@ -831,7 +911,7 @@ mod tests {
 
     #[test]
     fn pieces_outlive_their_pool_handle_and_the_last_one_frees_the_pool() {
-        let pool = BufferPool::new_ring(2, 64, true).unwrap();
+        let pool = BufferPool::new_ring(2, 2, 64, true).unwrap();
         let a = pool.provided(1, 10, BUF_MORE).unwrap();
         // Fills the buffer: the kernel lets go of it.
         let b = pool.provided(1, 54, 0).unwrap();
@@ -857,7 +937,7 @@ mod tests {
 
     #[test]
     fn list_pieces_pack_into_one_buffer_which_returns_with_its_last_piece() {
-        let pool = BufferPool::new_list(2, 64).unwrap();
+        let pool = BufferPool::new_list(2, 2, 64).unwrap();
         let (a, _) = receive(&pool, &[1; 10]).unwrap();
         let (b, _) = receive(&pool, &[2; 20]).unwrap();
         assert_eq!(a.pool_index(), b.pool_index(), "one buffer, two pieces");
@@ -896,7 +976,7 @@ mod tests {
 
     #[test]
     fn list_pool_runs_dry_and_says_so() {
-        let pool = BufferPool::new_list(1, 16).unwrap();
+        let pool = BufferPool::new_list(1, 1, 16).unwrap();
         let (a, _) = receive(&pool, &[0; 16]).unwrap();
         assert_eq!(receive(&pool, b"x").err(), Some(-libc::ENOBUFS));
         drop(a);
@@ -914,7 +994,7 @@ mod tests {
 
     #[test]
     fn an_open_buffer_with_little_room_left_is_closed_before_a_receive() {
-        let pool = BufferPool::new_list(2, 64).unwrap();
+        let pool = BufferPool::new_list(2, 2, 64).unwrap();
         let (a, _) = receive(&pool, &[0; 60]).unwrap();
         // 4 bytes left, less than an eighth of 64: a fresh buffer takes the next bytes.
         let (b, _) = receive(&pool, &[0; 4]).unwrap();
@@ -930,7 +1010,7 @@ mod tests {
 
     #[test]
     fn ring_pool_publishes_every_buffer_and_recycles_at_the_tail() {
-        let pool = BufferPool::new_ring(8, 32, false).unwrap();
+        let pool = BufferPool::new_ring(8, 8, 32, false).unwrap();
         let base = pool.ring_base();
         assert!(pool.ring_addr().is_some());
         // SAFETY: the ring has 8 entries; the tail lives in the first one.
@@ -959,17 +1039,66 @@ mod tests {
         // SAFETY: as above.
         unsafe { assert_eq!(*BufRingEntry::tail(base), 10) };
         assert!(
-            BufferPool::new_ring(6, 32, false).is_err(),
+            BufferPool::new_ring(6, 6, 32, false).is_err(),
             "not a power of two"
         );
-        assert!(BufferPool::new_ring(8, MAX_POOL_BUF_SIZE + 1, true).is_err());
+        assert!(BufferPool::new_ring(8, 8, MAX_POOL_BUF_SIZE + 1, true).is_err());
+    }
+
+    #[test]
+    fn a_ring_pool_grows_by_doubling_to_its_cap_and_publishes_the_new_buffers() {
+        let pool = BufferPool::new_ring(2, 6, 32, false).unwrap();
+        assert_eq!((pool.count(), pool.capacity()), (2, 8), "the cap rounds up");
+        let base = pool.ring_base();
+        // The kernel took both buffers; the program holds them.
+        let held = (
+            pool.provided(0, 5, 0).unwrap(),
+            pool.provided(1, 5, 0).unwrap(),
+        );
+        assert_eq!((pool.free_count(), pool.stats().peak_pinned), (0, 2));
+        pool.take_returned();
+        assert!(pool.grow());
+        assert!(
+            pool.take_returned(),
+            "the parked receives are to be re-armed"
+        );
+        // SAFETY: the ring has 8 entries; the tail lives in the first one.
+        unsafe {
+            assert_eq!(
+                *BufRingEntry::tail(base),
+                4,
+                "two more buffers for the kernel"
+            );
+            let added: Vec<_> = (2..4).map(|i| (*base.add(i)).bid()).collect();
+            assert_eq!(added, vec![2, 3]);
+            assert_eq!((*base.add(3)).addr(), pool.inner.buf_ptr(3) as u64);
+        }
+        let s = pool.stats();
+        assert_eq!((s.total, s.capacity, s.free), (4, 8, 2));
+        assert_eq!(
+            s.peak_pinned, 2,
+            "what was pinned at most is unchanged by growth"
+        );
+        let third = pool.provided(3, 7, 0).unwrap();
+        assert_eq!(pool.stats().peak_pinned, 3);
+        assert!(pool.grow());
+        assert_eq!(pool.count(), 8);
+        assert!(!pool.grow(), "at its cap");
+        drop((held, third));
+        let s = pool.stats();
+        assert_eq!((s.total, s.in_use, s.free), (8, 0, 8));
+        // SAFETY: as above; 8 pushed at first and by growth, 3 given back.
+        unsafe { assert_eq!(*BufRingEntry::tail(base), 11) };
+        let fixed = BufferPool::new_list(4, 2, 16).unwrap();
+        assert_eq!(fixed.capacity(), 4, "a cap below the count: no growth");
+        assert!(!fixed.grow());
     }
 
     #[test]
     fn incremental_ring_pieces_follow_each_other_until_the_kernel_lets_go() {
         let more = BUF_MORE;
         assert!(io_uring::cqueue::buffer_more(more) && !io_uring::cqueue::buffer_more(!more));
-        let pool = BufferPool::new_ring(4, 100, true).unwrap();
+        let pool = BufferPool::new_ring(4, 4, 100, true).unwrap();
         let base = pool.ring_base();
         let a = pool.provided(0, 30, more).unwrap();
         let b = pool.provided(0, 50, more).unwrap();

@@ -302,7 +302,7 @@ mod tests {
 
     #[test]
     fn the_share_counts_buffers_pinned_not_pieces_or_bytes() {
-        let pool = BufferPool::new_list(16, 64).unwrap();
+        let pool = BufferPool::new_list(16, 16, 64).unwrap();
         assert_eq!(pool.share(), 2, "an eighth of 16 buffers");
         // Three pieces of one buffer (the third fills it), then one of the next.
         let (a, b, c) = (piece(&pool, 10), piece(&pool, 10), piece(&pool, 64));
@@ -329,7 +329,7 @@ mod tests {
             Some(Behind::Backlog)
         );
         // A pool too small to share out: only the backlog bounds.
-        let tiny = BufferPool::new_list(2, 8).unwrap();
+        let tiny = BufferPool::new_list(2, 2, 8).unwrap();
         assert_eq!(tiny.share(), usize::MAX);
         let (e, f) = (piece(&tiny, 8), piece(&tiny, 8));
         assert_eq!(falls_behind(2, [Some(&e), Some(&f)].into_iter()), None);

@@ -145,7 +145,7 @@ impl Driver {
                 }
             }
         }
-        let pool = BufferPool::new_list(cfg.pool_buffers, cfg.pool_buf_size)?;
+        let pool = BufferPool::new_list(cfg.pool_buffers, cfg.pool_buffers_max, cfg.pool_buf_size)?;
         pool.set_policy(cfg.pool_share, cfg.pool_pressure);
         let ep = epoll::Epoll::new(&waker)?;
         let info = BackendInfo {

@@ -141,7 +141,7 @@ mod tests {
 
     #[test]
     fn a_dry_pool_gets_back_what_waits_for_readers() {
-        let pool = BufferPool::new_list(4, 16).unwrap();
+        let pool = BufferPool::new_list(4, 4, 16).unwrap();
         let mut table = OpTable::new();
         let recv = || Op::from(RecvMulti { fd: 3 });
         let a = table.insert_for_waker(recv(), None);

@@ -168,24 +168,31 @@ fn register_pool(
         // keeps the mapping alive) for as long as the ring exists.
         unsafe {
             ring.submitter()
-                .register_buf_ring_with_flags(addr, pool.count(), BGID, flags)
+                .register_buf_ring_with_flags(addr, pool.ring_entries(), BGID, flags)
         }
     };
     if cfg.pool_incremental {
-        let pool = BufferPool::new_ring(cfg.pool_buffers, cfg.pool_buf_size, true)
-            .map_err(|e| ("buffer pool", e))?;
+        let pool = BufferPool::new_ring(
+            cfg.pool_buffers,
+            cfg.pool_buffers_max,
+            cfg.pool_buf_size,
+            true,
+        )
+        .map_err(|e| ("buffer pool", e))?;
         match register(&pool, types::IOU_PBUF_RING_INC as u16) {
             Ok(()) => return Ok(pool),
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
             Err(e) => return Err(("register_buf_ring", e)),
         }
     }
-    let (count, size) = if cfg.pool_incremental {
-        plain_geometry(cfg.pool_buffers, cfg.pool_buf_size)
+    let (count, max, size) = if cfg.pool_incremental {
+        let (count, size) = plain_geometry(cfg.pool_buffers, cfg.pool_buf_size);
+        let (max, _) = plain_geometry(cfg.pool_buffers_max, cfg.pool_buf_size);
+        (count, max, size)
     } else {
-        (cfg.pool_buffers, cfg.pool_buf_size)
+        (cfg.pool_buffers, cfg.pool_buffers_max, cfg.pool_buf_size)
     };
-    let pool = BufferPool::new_ring(count, size, false).map_err(|e| ("buffer pool", e))?;
+    let pool = BufferPool::new_ring(count, max, size, false).map_err(|e| ("buffer pool", e))?;
     register(&pool, 0).map_err(|e| ("register_buf_ring", e))?;
     Ok(pool)
 }
@@ -221,7 +228,7 @@ const PROBE_BGID: u16 = BGID + 1;
 /// incremental pool would shift every later piece of that buffer by a byte (and a
 /// message that fitted a buffer would straddle two).
 pub(crate) fn multishot_recv_takes_a_length(ring: &mut IoUring) -> bool {
-    let Ok(pool) = BufferPool::new_ring(1, 64, false) else {
+    let Ok(pool) = BufferPool::new_ring(1, 1, 64, false) else {
         return false;
     };
     let addr = pool.ring_addr().expect("ring pool");

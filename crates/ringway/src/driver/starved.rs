@@ -6,8 +6,13 @@
 //! here, oldest first, and re-armed when buffers come back: only as many at a time as
 //! there are free buffers, because re-arming every parked receive for one returned
 //! buffer would send all but one straight back to `ENOBUFS`. The rest wait for the next
-//! turn, which the re-armed ones' completions bring. If no buffer came back by the next
-//! turn, the pool-pressure rule takes back what waits for readers (`driver::pressure`).
+//! turn, which the re-armed ones' completions bring.
+//!
+//! Receives parked at all say the pool is smaller than the core's traffic: before the
+//! next re-arm the pool doubles, up to its capacity (`BufferPool::grow`), and the
+//! parked receives take the new buffers. Only a pool at its capacity that got no buffer
+//! back by the next turn meets the pool-pressure rule, which takes back what waits for
+//! readers (`driver::pressure`).
 
 use std::collections::VecDeque;
 
@@ -31,12 +36,20 @@ impl Starved {
         !self.parked.is_empty()
     }
 
-    /// While receives are parked and no buffer came back, applies the pool-pressure rule
-    /// (`driver::pressure::relieve`): the receives it stops are in `d.backlogged`.
-    /// Call before [`take_rearmable`](Self::take_rearmable), which then sees the buffers
-    /// it gave back.
+    /// While receives are parked: grows the pool if it can grow, or else, if no buffer
+    /// came back, applies the pool-pressure rule (`driver::pressure::relieve`): the
+    /// receives it stops are in `d.backlogged`, and true says so. Call before
+    /// [`take_rearmable`](Self::take_rearmable), which then sees the buffers added or
+    /// given back.
     pub(super) fn relieve(&mut self, d: &mut Delivery<'_>) -> bool {
-        !self.parked.is_empty() && pressure::relieve(d, &mut self.swept_at)
+        if self.parked.is_empty() {
+            return false;
+        }
+        if d.pool.grow() {
+            d.stats.pool_grown += 1;
+            return false;
+        }
+        pressure::relieve(d, &mut self.swept_at)
     }
 
     /// Parks `id` until a buffer comes back.
@@ -86,7 +99,7 @@ mod tests {
 
     #[test]
     fn rearms_oldest_first_only_as_many_as_buffers_came_back() {
-        let pool = BufferPool::new_list(4, 8).unwrap();
+        let pool = BufferPool::new_list(4, 4, 8).unwrap();
         // Each receive fills a whole buffer: all four are held.
         let mut held: Vec<_> =
             std::iter::from_fn(|| pool.receive(|_, room| room as i32).ok().map(|(b, _)| b))

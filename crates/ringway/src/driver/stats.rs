@@ -23,6 +23,9 @@ pub struct DriverStats {
     pub pool_starved: u64,
     /// Parked receives re-armed when a buffer came back.
     pub pool_resumed: u64,
+    /// Times the pool doubled because receives were parked on it
+    /// (`DriverConfig::pool_buffers_max`).
+    pub pool_grown: u64,
     /// Multishot receives stopped because their consumer fell behind: `BACKLOG`
     /// completions waited, or their pieces pinned the receive's share of the pool
     /// (resumed when it catches up). TCP's window holds the peer's further bytes.

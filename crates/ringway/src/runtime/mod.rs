@@ -89,10 +89,19 @@ impl Builder {
     /// Provided-buffer pool per core: `count` buffers (a power of two) of `size` bytes
     /// (at most [`MAX_POOL_BUF_SIZE`](crate::buf::MAX_POOL_BUF_SIZE)). The default is
     /// 128 buffers of 64 KiB, a whole one per receive on io_uring (see
-    /// [`incremental_pool`](Self::incremental_pool)).
+    /// [`incremental_pool`](Self::incremental_pool)), growing up to
+    /// [`buffer_pool_max`](Self::buffer_pool_max) when receives find it dry.
     pub fn buffer_pool(&mut self, count: u16, size: usize) -> &mut Self {
         self.driver.pool_buffers = count;
         self.driver.pool_buf_size = size;
+        self
+    }
+
+    /// The most buffers a core's pool grows to when its receives find it dry (1024 by
+    /// default; at or below the pool's count, it never grows). See
+    /// [`DriverConfig::pool_buffers_max`](crate::driver::DriverConfig::pool_buffers_max).
+    pub fn buffer_pool_max(&mut self, max: u16) -> &mut Self {
+        self.driver.pool_buffers_max = max;
         self
     }
 
