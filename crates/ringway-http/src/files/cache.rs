@@ -18,7 +18,6 @@
 //! [`CONTENTS_BUDGET`] bytes of kept contents per core.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
@@ -92,8 +91,13 @@ struct Entry {
     checked: Instant,
 }
 
-/// The paths of one `StaticFiles` (keyed by `&str`, so a hit allocates nothing).
+/// The paths of one `StaticFiles` (keyed by `&str`, so a hit allocates nothing). Hashed
+/// with foldhash, seeded per process: a request's path is hashed on every hit (SipHash,
+/// std's default, was 340 instructions of a new connection's 7,000 here), and the map
+/// holds only paths that exist, at most [`MAX_ENTRIES`].
 type Paths = HashMap<Box<str>, Entry>;
+
+type HashMap<K, V> = foldhash::HashMap<K, V>;
 
 #[derive(Default)]
 struct Cache {

@@ -347,7 +347,9 @@ impl BufferPool {
     /// small to share out (an eighth of it is less than a buffer): there it is
     /// `usize::MAX`, and only the driver's bound on waiting completions applies, as with
     /// [`PoolShare::Off`]. (Where the kernel refuses incremental buffers, the pool is
-    /// more, smaller buffers in the same memory: the share is the same in bytes.)
+    /// more, smaller buffers in the same memory: the share is the same in bytes.) It is
+    /// an eighth of the pool as made: growth ([`grow`](Self::grow)) serves more
+    /// connections, and does not let one reader that does not read pin more.
     pub fn share(&self) -> usize {
         self.inner.share()
     }
