@@ -193,6 +193,7 @@ impl BufferPool {
         }
         check_size(buf_size)?;
         let cap = cap.max(count).min(32768).next_power_of_two();
+        let mem = map_buffers(cap, buf_size)?;
         let map_len = cap as usize * std::mem::size_of::<BufRingEntry>();
         // SAFETY: an anonymous private mapping has no preconditions; we check the result.
         let ptr = unsafe {
@@ -206,10 +207,14 @@ impl BufferPool {
             )
         };
         if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
+            let e = io::Error::last_os_error();
+            // SAFETY: mapped just above with this length, and handed to nobody.
+            unsafe { libc::munmap(mem.as_ptr().cast(), cap as usize * buf_size) };
+            return Err(e);
         }
         let base = NonNull::new(ptr.cast::<BufRingEntry>()).expect("mmap returned null");
         let pool = Self::with_store(
+            mem,
             count,
             cap,
             buf_size,
@@ -239,8 +244,10 @@ impl BufferPool {
         }
         check_size(buf_size)?;
         let cap = cap.clamp(count, NO_BUF - 1);
+        let mem = map_buffers(cap, buf_size)?;
         let free = (0..count).rev().collect();
         Ok(Self::with_store(
+            mem,
             count,
             cap,
             buf_size,
@@ -252,12 +259,16 @@ impl BufferPool {
         ))
     }
 
-    fn with_store(count: u16, cap: u16, buf_size: usize, more: u32, store: Store) -> Self {
+    /// A pool over `mem`, `cap * buf_size` bytes from [`map_buffers`].
+    fn with_store(
+        mem: NonNull<u8>,
+        count: u16,
+        cap: u16,
+        buf_size: usize,
+        more: u32,
+        store: Store,
+    ) -> Self {
         assert!(count > 0 && buf_size > 0, "empty buffer pool");
-        // Zeroed memory from the allocator: a large block is a fresh mapping, whose
-        // pages become resident only when written (a buffer's first receive).
-        let total = cap as usize * buf_size;
-        let mem: Box<[u8]> = vec![0u8; total].into_boxed_slice();
         BufferPool {
             inner: Rc::new(PoolInner::with_mem(mem, buf_size, count, cap, more, store)),
         }
@@ -515,6 +526,33 @@ impl BufferPool {
     }
 }
 
+/// Memory for `cap` buffers of `buf_size` bytes: an anonymous mapping, whose pages
+/// become resident only when a receive writes them (a pool's capacity costs address
+/// space; the buffers it has given out, memory), and whose failure is an error rather
+/// than the allocator's abort. Freed by `PoolInner`'s drop.
+fn map_buffers(cap: u16, buf_size: usize) -> io::Result<NonNull<u8>> {
+    let len = cap as usize * buf_size;
+    // SAFETY: an anonymous private mapping has no preconditions; we check the result.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(
+            e.kind(),
+            format!("buffer pool: mapping {cap} buffers of {buf_size} bytes ({len} bytes): {e}"),
+        ));
+    }
+    Ok(NonNull::new(ptr.cast::<u8>()).expect("mmap returned null"))
+}
+
 /// The least room an epoll receive is offered: less left in the open buffer than this,
 /// and a fresh buffer is opened (an eighth of a buffer is the most that is left unused).
 #[inline]
@@ -533,16 +571,16 @@ fn check_size(buf_size: usize) -> io::Result<()> {
 }
 
 impl PoolInner {
+    /// `mem` is `cap * buf_size` bytes: mapped by [`map_buffers`], or for
+    /// [`Store::Copy`] a boxed slice (`Box::into_raw`); the drop frees it as such.
     fn with_mem(
-        mem: Box<[u8]>,
+        mem: NonNull<u8>,
         buf_size: usize,
         count: u16,
         cap: u16,
         more: u32,
         store: Store,
     ) -> PoolInner {
-        debug_assert_eq!(mem.len(), buf_size * cap as usize);
-        let mem = NonNull::new(Box::into_raw(mem).cast::<u8>()).expect("box is non-null");
         PoolInner {
             mem,
             buf_size,
@@ -654,13 +692,21 @@ impl PoolInner {
 impl Drop for PoolInner {
     fn drop(&mut self) {
         let total = self.cap as usize * self.buf_size;
-        // SAFETY: `mem` came from Box::into_raw of a boxed slice of exactly `total` bytes.
-        unsafe {
-            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
-                self.mem.as_ptr(),
-                total,
-            )))
-        };
+        if let Store::Copy = self.store {
+            // SAFETY: a copy's `mem` came from Box::into_raw of a boxed slice of exactly
+            // `total` bytes (`PoolBuf::unshare`).
+            unsafe {
+                drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                    self.mem.as_ptr(),
+                    total,
+                )))
+            };
+        } else {
+            // SAFETY: mapped by `map_buffers` with this length; no piece outlives the
+            // pool (each holds a reference to it), and the kernel no longer writes:
+            // the ring is unregistered before the driver's last reference goes.
+            unsafe { libc::munmap(self.mem.as_ptr().cast(), total) };
+        }
         if let Store::Ring { base, map_len, .. } = &self.store {
             // SAFETY: the mapping was made by us with this length. The pool outlives the
             // ring's registration: the driver owns a clone and unregisters on drop, and
@@ -783,7 +829,8 @@ impl PoolBuf {
             bytes
         };
         let size = bytes.len();
-        let copy = Rc::new(PoolInner::with_mem(bytes, size, 1, 1, 0, Store::Copy));
+        let mem = NonNull::new(Box::into_raw(bytes).cast::<u8>()).expect("box is non-null");
+        let copy = Rc::new(PoolInner::with_mem(mem, size, 1, 1, 0, Store::Copy));
         let old = std::mem::replace(&mut *self.pool, copy);
         let bid = self.at.bid;
         self.at = Place::new(0, 0, len as u32);
