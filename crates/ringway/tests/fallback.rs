@@ -252,10 +252,61 @@ fn memlock_limit_zero_still_runs() {
     }
 }
 
+// ---- memlock: room for the rings, not for a growing pool's buffer ring -----------------
+
+/// The growing pool's buffer ring has an entry for every buffer it may grow to, charged
+/// to RLIMIT_MEMLOCK without CAP_IPC_LOCK. A limit with room for the rings and a fixed
+/// pool's ring but not for that one must keep io_uring, with a pool that cannot grow,
+/// and say so.
+#[test]
+fn a_memlock_limit_too_small_for_a_growing_pool_keeps_io_uring() {
+    if child_mode().as_deref() == Some("memlock-small") {
+        return memlock_small_child();
+    }
+    let text = child_must_pass(
+        "a_memlock_limit_too_small_for_a_growing_pool_keeps_io_uring",
+        "memlock-small",
+        &[],
+    );
+    let lines = backend_lines(&text);
+    assert!(!lines.is_empty(), "no backend line:\n{text}");
+    println!("memlock-small child said:\n  {}", lines.join("\n  "));
+}
+
+fn memlock_small_child() {
+    // ~40 KiB of rings (256 SQ, 1,024 CQ entries) fit; a buffer ring of 32,768 entries
+    // (512 KiB) does not, one of 128 (2 KiB) does.
+    set_memlock(256 * 1024);
+    drop_cap_ipc_lock();
+    let mut b = Runtime::builder();
+    b.worker_threads(1)
+        .backend(Backend::Uring)
+        .buffer_pool(128, 64 * 1024)
+        .buffer_pool_max(32768);
+    let rt = build_and_report(&mut b, "uring, pool of 128 growing to 32768")
+        .expect("io_uring with a pool that cannot grow");
+    let info = rt.backend().clone();
+    assert_eq!(info.kind, Backend::Uring, "{info}");
+    assert!(
+        info.fallbacks
+            .iter()
+            .any(|f| f.contains("32768 entries: ENOMEM") && f.contains("stays at 128")),
+        "the pool's fixed size is said: {:?}",
+        info.fallbacks
+    );
+    let stats = rt.block_on(async { ringway::runtime::pool_stats() });
+    assert_eq!((stats.total, stats.capacity), (128, 128));
+    echo_round_trip(&rt, 100, 64 * 1024);
+}
+
 fn set_memlock_zero() {
+    set_memlock(0);
+}
+
+fn set_memlock(bytes: u64) {
     let zero = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
+        rlim_cur: bytes,
+        rlim_max: bytes,
     };
     // SAFETY: setrlimit and getrlimit read/write one rlimit each, which live here.
     unsafe {
@@ -270,7 +321,7 @@ fn set_memlock_zero() {
             rlim_max: 1,
         };
         assert_eq!(libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut now), 0);
-        assert_eq!((now.rlim_cur, now.rlim_max), (0, 0));
+        assert_eq!((now.rlim_cur, now.rlim_max), (bytes, bytes));
     }
 }
 

@@ -359,7 +359,7 @@ impl BufferPool {
     /// `usize::MAX`, and only the driver's bound on waiting completions applies, as with
     /// [`PoolShare::Off`]. (Where the kernel refuses incremental buffers, the pool is
     /// more, smaller buffers in the same memory: the share is the same in bytes.) It is
-    /// an eighth of the pool as made: growth ([`grow`](Self::grow)) serves more
+    /// an eighth of the pool as made: its growth (when receives find it dry) serves more
     /// connections, and does not let one reader that does not read pin more.
     pub fn share(&self) -> usize {
         self.inner.share()

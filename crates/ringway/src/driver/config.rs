@@ -64,7 +64,11 @@ pub struct DriverConfig {
     /// end with `ENOBUFS` and wait a turn (S5 at 1,000 connections: 0.5-0.8 such stops
     /// per request, 264 more user-space instructions per request). A buffer never given
     /// out costs no memory, so a core whose receives never run dry stays at
-    /// `pool_buffers`. At or below `pool_buffers`, the pool never grows.
+    /// `pool_buffers`. At or below `pool_buffers`, the pool never grows. On io_uring the
+    /// buffer ring has an entry per buffer of this capacity, charged to `RLIMIT_MEMLOCK`
+    /// without `CAP_IPC_LOCK` (16 bytes each); where the limit refuses them, the pool
+    /// stays at `pool_buffers` rather than io_uring being given up
+    /// ([`BackendInfo::fallbacks`] says so).
     pub pool_buffers_max: u16,
     /// Size of each pool buffer (at most [`MAX_POOL_BUF_SIZE`](crate::buf::MAX_POOL_BUF_SIZE)).
     pub pool_buf_size: usize,

@@ -92,8 +92,11 @@ pub(crate) fn build_uring(
             rung.flags.join("|")
         };
         match try_rung(cfg, rung) {
-            Ok((ring, pool)) => {
+            Ok((ring, pool, fixed)) => {
                 let mut ring = ring;
+                if let Some(note) = fixed {
+                    fallbacks.push(note);
+                }
                 if cfg.pool_incremental && !pool.is_incremental() {
                     fallbacks.push(format!(
                         "buffer ring IOU_PBUF_RING_INC: EINVAL (whole buffers: {} of {} bytes)",
@@ -123,10 +126,11 @@ pub(crate) fn build_uring(
     Err(last_err)
 }
 
-fn try_rung(
-    cfg: &DriverConfig,
-    rung: &Rung,
-) -> Result<(IoUring, BufferPool), (&'static str, io::Error)> {
+/// One rung: the ring, its pool, and why the pool cannot grow, if the kernel refused
+/// the growing pool's ring.
+type RungUp = (IoUring, BufferPool, Option<String>);
+
+fn try_rung(cfg: &DriverConfig, rung: &Rung) -> Result<RungUp, (&'static str, io::Error)> {
     let mut builder = IoUring::builder();
     builder.setup_cqsize(cfg.ring_entries.saturating_mul(4));
     (rung.setup)(&mut builder, cfg.sqpoll_idle);
@@ -134,7 +138,7 @@ fn try_rung(
         .build(cfg.ring_entries)
         .map_err(|e| ("io_uring_setup", e))?;
 
-    let pool = register_pool(&ring, cfg)?;
+    let (pool, fixed) = register_pool(&ring, cfg)?;
 
     // One round trip, to know that submission and completion really work here.
     let nop = opcode::Nop::new().build().user_data(0x6e6f70);
@@ -145,7 +149,7 @@ fn try_rung(
     // SAFETY: we are the only user of this ring's completion queue.
     let cqe = unsafe { ring.completion_shared() }.next();
     match cqe {
-        Some(c) if c.user_data() == 0x6e6f70 && c.result() == 0 => Ok((ring, pool)),
+        Some(c) if c.user_data() == 0x6e6f70 && c.result() == 0 => Ok((ring, pool, fixed)),
         Some(c) => Err((
             "nop round trip",
             io::Error::from_raw_os_error(-c.result().min(-1)),
@@ -158,10 +162,16 @@ fn try_rung(
 /// (`IOU_PBUF_RING_INC`, Linux 6.12) if configured and the kernel takes it, else whole
 /// buffers of [`PLAIN_BUF_SIZE`], as many as fit in the same memory (small pieces
 /// would otherwise each take a large buffer).
+///
+/// The ring has an entry for every buffer the pool may grow to, and without
+/// `CAP_IPC_LOCK` the kernel charges those entries to `RLIMIT_MEMLOCK` (16 bytes each,
+/// besides the rings': io_uring needs ~40 KiB of the limit per core). Where the charge
+/// is refused (`ENOMEM`), a ring of the pool's own count is tried before io_uring is
+/// given up: a pool that cannot grow beats epoll. The second value says so.
 fn register_pool(
     ring: &IoUring,
     cfg: &DriverConfig,
-) -> Result<BufferPool, (&'static str, io::Error)> {
+) -> Result<(BufferPool, Option<String>), (&'static str, io::Error)> {
     let register = |pool: &BufferPool, flags: u16| {
         let addr = pool.ring_addr().expect("ring pool");
         // SAFETY: the ring memory belongs to `pool`, which the driver keeps (and so
@@ -171,18 +181,44 @@ fn register_pool(
                 .register_buf_ring_with_flags(addr, pool.ring_entries(), BGID, flags)
         }
     };
+    // A pool of `count` buffers growing to `max`, registered; on ENOMEM one that cannot
+    // grow.
+    let make = |count: u16, max: u16, size: usize, incremental: bool| {
+        let flags = if incremental {
+            types::IOU_PBUF_RING_INC as u16
+        } else {
+            0
+        };
+        let pool =
+            BufferPool::new_ring(count, max, size, incremental).map_err(|e| ("buffer pool", e))?;
+        match register(&pool, flags) {
+            Ok(()) => Ok((pool, None)),
+            Err(e) if e.raw_os_error() == Some(libc::ENOMEM) && pool.capacity() > count => {
+                let entries = pool.ring_entries();
+                drop(pool);
+                let fixed = BufferPool::new_ring(count, count, size, incremental)
+                    .map_err(|e| ("buffer pool", e))?;
+                register(&fixed, flags).map_err(|e| ("register_buf_ring", e))?;
+                let note = format!(
+                    "buffer ring of {entries} entries: ENOMEM (RLIMIT_MEMLOCK): the pool \
+                     stays at {count} buffers"
+                );
+                Ok((fixed, Some(note)))
+            }
+            Err(e) => Err(("register_buf_ring", e)),
+        }
+    };
     if cfg.pool_incremental {
-        let pool = BufferPool::new_ring(
+        match make(
             cfg.pool_buffers,
             cfg.pool_buffers_max,
             cfg.pool_buf_size,
             true,
-        )
-        .map_err(|e| ("buffer pool", e))?;
-        match register(&pool, types::IOU_PBUF_RING_INC as u16) {
-            Ok(()) => return Ok(pool),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
-            Err(e) => return Err(("register_buf_ring", e)),
+        ) {
+            Ok(made) => return Ok(made),
+            // This kernel has no incremental buffers: whole ones below.
+            Err(("register_buf_ring", e)) if e.raw_os_error() == Some(libc::EINVAL) => {}
+            Err(other) => return Err(other),
         }
     }
     let (count, max, size) = if cfg.pool_incremental {
@@ -192,9 +228,7 @@ fn register_pool(
     } else {
         (cfg.pool_buffers, cfg.pool_buffers_max, cfg.pool_buf_size)
     };
-    let pool = BufferPool::new_ring(count, max, size, false).map_err(|e| ("buffer pool", e))?;
-    register(&pool, 0).map_err(|e| ("register_buf_ring", e))?;
-    Ok(pool)
+    make(count, max, size, false)
 }
 
 /// The buffer size of a pool whose kernel refuses incremental consumption.
