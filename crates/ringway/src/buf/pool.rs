@@ -195,24 +195,14 @@ impl BufferPool {
         let cap = cap.max(count).min(32768).next_power_of_two();
         let mem = map_buffers(cap, buf_size)?;
         let map_len = cap as usize * std::mem::size_of::<BufRingEntry>();
-        // SAFETY: an anonymous private mapping has no preconditions; we check the result.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
+        let base = match map_anonymous(map_len) {
+            Ok(ptr) => ptr.cast::<BufRingEntry>(),
+            Err(e) => {
+                // SAFETY: mapped just above with this length, and handed to nobody.
+                unsafe { libc::munmap(mem.as_ptr().cast(), cap as usize * buf_size) };
+                return Err(e);
+            }
         };
-        if ptr == libc::MAP_FAILED {
-            let e = io::Error::last_os_error();
-            // SAFETY: mapped just above with this length, and handed to nobody.
-            unsafe { libc::munmap(mem.as_ptr().cast(), cap as usize * buf_size) };
-            return Err(e);
-        }
-        let base = NonNull::new(ptr.cast::<BufRingEntry>()).expect("mmap returned null");
         let pool = Self::with_store(
             mem,
             count,
@@ -532,6 +522,17 @@ impl BufferPool {
 /// than the allocator's abort. Freed by `PoolInner`'s drop.
 fn map_buffers(cap: u16, buf_size: usize) -> io::Result<NonNull<u8>> {
     let len = cap as usize * buf_size;
+    map_anonymous(len).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("buffer pool: mapping {cap} buffers of {buf_size} bytes ({len} bytes): {e}"),
+        )
+    })
+}
+
+/// `len` bytes of zeroed, private, readable and writable memory (the buffers, and the
+/// ring's entries), for `munmap` with the same length.
+fn map_anonymous(len: usize) -> io::Result<NonNull<u8>> {
     // SAFETY: an anonymous private mapping has no preconditions; we check the result.
     let ptr = unsafe {
         libc::mmap(
@@ -544,11 +545,7 @@ fn map_buffers(cap: u16, buf_size: usize) -> io::Result<NonNull<u8>> {
         )
     };
     if ptr == libc::MAP_FAILED {
-        let e = io::Error::last_os_error();
-        return Err(io::Error::new(
-            e.kind(),
-            format!("buffer pool: mapping {cap} buffers of {buf_size} bytes ({len} bytes): {e}"),
-        ));
+        return Err(io::Error::last_os_error());
     }
     Ok(NonNull::new(ptr.cast::<u8>()).expect("mmap returned null"))
 }
