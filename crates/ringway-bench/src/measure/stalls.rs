@@ -11,8 +11,16 @@
 //! [`THRESHOLD_UNPRIVILEGED`] counts, since the guest's scheduler alone can delay a
 //! normal thread by a few milliseconds on a saturated core.
 //!
-//! The watch is cheap: one wake-up per period per CPU, a few microseconds each (well
-//! under 1% of a core), the same for every peer.
+//! The sleeper's own work is cheap: one wake-up per period per CPU, a clock read and a
+//! sleep. But the kernel runs interrupt work in whatever task is current, and on a
+//! server's core that is often the sleeper: the IPIs whose softirq frees the socket
+//! buffers the server's sends allocated, once the client has read them
+//! (`skb_defer_free_flush`). How much lands there depends on the server's batching: at
+//! 1,000 connections 0.04-0.12 s per second behind ringway or the floor and up to 0.48
+//! behind monoio (`docs/measurements.md`, 2026-11-29). That is the server's work, so a
+//! round charges the sleepers' CPU on the server's cores to the server
+//! ([`StallWatch::cpu_ns_on`]); left out, it would make the peers whose batches put
+//! more of it there look cheaper, and their rounds contended.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -42,6 +50,8 @@ pub struct Stall {
 pub struct StallWatch {
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
+    /// Each sleeper's CPU and thread id.
+    sleepers: Vec<(usize, libc::pid_t)>,
     stalls: Arc<Mutex<Vec<Stall>>>,
     /// Every sleeper runs under `SCHED_FIFO`.
     pub fifo: bool,
@@ -81,7 +91,9 @@ impl StallWatch {
                 let (stop, stalls, tx) = (Arc::clone(&stop), Arc::clone(&stalls), tx.clone());
                 std::thread::spawn(move || {
                     let fifo = pin_and_raise(cpu);
-                    let _ = tx.send(fifo);
+                    // SAFETY: gettid takes no arguments and cannot fail.
+                    let tid = unsafe { libc::gettid() };
+                    let _ = tx.send((cpu, tid, fifo));
                     let threshold = if fifo {
                         THRESHOLD_FIFO
                     } else {
@@ -92,10 +104,12 @@ impl StallWatch {
             })
             .collect::<Vec<_>>();
         drop(tx);
-        let fifo = rx.iter().take(threads.len()).all(|f| f) && !threads.is_empty();
+        let started: Vec<(usize, libc::pid_t, bool)> = rx.iter().take(threads.len()).collect();
+        let fifo = started.iter().all(|s| s.2) && !threads.is_empty();
         StallWatch {
             stop,
             threads,
+            sleepers: started.iter().map(|s| (s.0, s.1)).collect(),
             stalls,
             fifo,
             threshold: if fifo {
@@ -104,6 +118,20 @@ impl StallWatch {
                 THRESHOLD_UNPRIVILEGED
             },
         }
+    }
+
+    /// CPU time, in nanoseconds, that the sleepers on `cpus` have run so far
+    /// (`/proc/self/task/TID/schedstat`): their own work and the interrupt work the
+    /// kernel did while they were current (see the module doc).
+    pub fn cpu_ns_on(&self, cpus: &[usize]) -> u64 {
+        self.sleepers
+            .iter()
+            .filter(|(cpu, _)| cpus.contains(cpu))
+            .filter_map(|(_, tid)| {
+                let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat"));
+                crate::measure::procstat::parse_schedstat(&text.ok()?)
+            })
+            .sum()
     }
 
     /// The stalls that began between `start` and `end` (or began before and were still
@@ -169,22 +197,41 @@ pub fn summarize(stalls: &[Stall]) -> WindowStalls {
 mod tests {
     use super::*;
 
+    /// The CPU this test may run on: the first of its affinity mask.
+    fn first_allowed_cpu() -> usize {
+        // SAFETY: cpu_set_t is plain data; sched_getaffinity writes only into it.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: as above, `set` is a valid out pointer of the size passed.
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+        // SAFETY: CPU_ISSET reads inside `set`.
+        (0..64)
+            .find(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+            .unwrap_or(0)
+    }
+
+    /// A sleeper's CPU time is read from its own thread, counted only for its CPU, and
+    /// grows as it wakes (some 100 wake-ups here: a count of runs, not a speed).
+    #[test]
+    fn the_sleepers_cpu_time_is_read_per_cpu() {
+        let cpu = first_allowed_cpu();
+        let watch = StallWatch::start(&[cpu]);
+        let first = watch.cpu_ns_on(&[cpu]);
+        std::thread::sleep(Duration::from_millis(100));
+        let later = watch.cpu_ns_on(&[cpu]);
+        assert!(
+            later > first,
+            "{first} then {later}: the sleeper ran in between"
+        );
+        assert_eq!(watch.cpu_ns_on(&[cpu + 1]), 0, "no sleeper on another CPU");
+        assert_eq!(watch.cpu_ns_on(&[]), 0);
+    }
+
     /// A stall injected for real: the whole test process (the sleeper with it) is
     /// stopped by SIGSTOP for 80 ms from a child shell, then continued, as a host stops
     /// a vCPU. The sleeper must see it, at about its length, inside the window.
     #[test]
     fn a_process_stopped_for_80_ms_is_seen_as_a_stall() {
-        let cpu = {
-            // The CPU this test may run on: the first of its affinity mask.
-            // SAFETY: cpu_set_t is plain data; sched_getaffinity writes only into it.
-            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-            // SAFETY: as above, `set` is a valid out pointer of the size passed.
-            unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-            // SAFETY: CPU_ISSET reads inside `set`.
-            (0..64)
-                .find(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-                .unwrap_or(0)
-        };
+        let cpu = first_allowed_cpu();
         let watch = StallWatch::start(&[cpu]);
         std::thread::sleep(Duration::from_millis(50));
         let start = Instant::now();

@@ -1,6 +1,7 @@
 //! One measured round of one peer: a client run on the client cores, the server's CPU
-//! (its process tree) over it, the CPU the variant's idle servers used meanwhile, and
-//! S13's hostile client beside the load.
+//! (its process tree, and the interrupt work its core did in the stall sleeper's time)
+//! over it, the CPU the variant's idle servers used meanwhile, and S13's hostile client
+//! beside the load.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -11,6 +12,7 @@ use crate::measure::procstat::{
     clock_ticks_per_second, read_cpu_steal, read_cpus_busy, read_tree_cpu_ns,
 };
 use crate::measure::stalls::summarize;
+use crate::suite::registry::nginx::cpu_list;
 use crate::suite::results::{LatencyUs, Round, CONTENDED_SHARE};
 use crate::suite::run::client::{self, ClientRun};
 use crate::suite::run::env::{limit, open_rate, sizing, Live, VariantEnv};
@@ -52,10 +54,12 @@ pub fn measure(env: &VariantEnv, v: &Variant, lives: &mut [Live], i: usize, roun
         _ => None,
     };
     let others_before = others_cpu();
+    let sleepers_before = Sleepers::read(env);
     let before = read_tree_cpu_ns(pid);
     let host = HostWindow::open(env);
     let run = client::run(&env.ringway, Some(&env.client_cpus), &args, limit(env));
     let after = read_tree_cpu_ns(pid);
+    let sleepers = Sleepers::read(env).since(sleepers_before);
     let busy = host.close(env, &mut r);
     let others_after = others_cpu();
     if let Some(h) = hostile {
@@ -90,15 +94,46 @@ pub fn measure(env: &VariantEnv, v: &Variant, lives: &mut [Live], i: usize, roun
         env,
         &v.shape,
         &run,
-        after.saturating_sub(before),
+        after.saturating_sub(before) + sleepers.server_ns,
         others_after.saturating_sub(others_before),
     );
     if let Some(busy) = busy {
-        let ours =
-            r.server_cpu_s + run.cpu.as_secs_f64() + r.others_cpu_share * run.wall.as_secs_f64();
+        // The sleepers on the client's cores are the instrument's, not foreign.
+        let ours = r.server_cpu_s
+            + run.cpu.as_secs_f64()
+            + r.others_cpu_share * run.wall.as_secs_f64()
+            + sleepers.client_ns as f64 / 1e9;
         judge_contention(&mut r, busy, ours, env.watched_cpus.len());
     }
     r
+}
+
+/// The stall sleepers' CPU time (see `measure::stalls`), on the server's cores and on
+/// the client's. On the server's it is charged to the server: mostly interrupt work the
+/// kernel did for the server's traffic while a sleeper happened to be current.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sleepers {
+    server_ns: u64,
+    client_ns: u64,
+}
+
+impl Sleepers {
+    fn read(env: &VariantEnv) -> Sleepers {
+        let Some(watch) = &env.stalls else {
+            return Sleepers::default();
+        };
+        Sleepers {
+            server_ns: watch.cpu_ns_on(&cpu_list(&env.server_cpus)),
+            client_ns: watch.cpu_ns_on(&cpu_list(&env.client_cpus)),
+        }
+    }
+
+    fn since(self, earlier: Sleepers) -> Sleepers {
+        Sleepers {
+            server_ns: self.server_ns.saturating_sub(earlier.server_ns),
+            client_ns: self.client_ns.saturating_sub(earlier.client_ns),
+        }
+    }
 }
 
 /// Marks `r` contended when the watched CPUs were busier over its window (`busy`) than
