@@ -79,8 +79,13 @@ pub struct Round {
     pub latency_us: LatencyUs,
     /// Errors by class, as the client counted them.
     pub errors: BTreeMap<String, u64>,
-    /// Server CPU (user + system, whole process tree) over the client's run.
+    /// Server CPU (user + system, whole process tree, and the stall sleepers' on the
+    /// server's CPUs) over the client's run.
     pub server_cpu_s: f64,
+    /// Of `server_cpu_s`, what the stall sleepers on the server's CPUs ran,
+    /// milliseconds: the kernel's interrupt work for the server while a sleeper was
+    /// current, and the sleepers' own few milliseconds a second.
+    pub sleeper_cpu_ms: f64,
     /// Server CPU per request, microseconds.
     pub cpu_us_per_req: f64,
     /// Client CPU over the client's wall time.

@@ -97,6 +97,7 @@ pub fn measure(env: &VariantEnv, v: &Variant, lives: &mut [Live], i: usize, roun
         after.saturating_sub(before) + sleepers.server_ns,
         others_after.saturating_sub(others_before),
     );
+    r.sleeper_cpu_ms = sleepers.server_ns as f64 / 1e6;
     if let Some(busy) = busy {
         // The sleepers on the client's cores are the instrument's, not foreign.
         let ours = r.server_cpu_s
