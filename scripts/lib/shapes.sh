@@ -72,26 +72,22 @@ shapes_need_wrk() {
 
 # server_cmd SHAPE SERVER -> the command line, or nothing if that server lacks the shape.
 server_cmd() {
-  local shape=$1 server=$2 addr=127.0.0.1:$PORT
-  local ringway="$BIN/ringway serve --threads 1 --no-access-log --bind $addr"
+  local shape=$1 server=$2 addr=127.0.0.1:$PORT backend=""
+  case "$server" in uring|epoll) backend="--backend $server" ;; esac
+  local serve="$BIN/ringway serve --threads 1 --bind $addr $backend"
   case "$shape:$server" in
-    newconn-*:uring|hello-*:uring) echo "$ringway --hello --backend uring ${RINGWAY_ARGS:-}" ;;
-    newconn-*:epoll|hello-*:epoll) echo "$ringway --hello --backend epoll ${RINGWAY_ARGS:-}" ;;
+    newconn-*:uring|newconn-*:epoll|hello-*:uring|hello-*:epoll)
+      echo "$serve --no-access-log --hello ${RINGWAY_ARGS:-}" ;;
+    log-*:uring|log-*:epoll) echo "$serve --hello ${RINGWAY_ARGS:-}" ;;
+    types-*:uring|types-*:epoll) echo "$serve --no-access-log --hello --http-types ${RINGWAY_ARGS:-}" ;;
+    static-*:uring|static-*:epoll) echo "$serve --no-access-log --static $OUT/static ${RINGWAY_ARGS:-}" ;;
+    echo-*:uring|echo-*:epoll) echo "$BIN/ringway echo --threads 1 --bind $addr $backend ${RINGWAY_ARGS:-}" ;;
+    hyper-*:uring|hyper-*:epoll) echo "$BIN/http-hyper-ringway --threads 1 --bind $addr $backend" ;;
     newconn-*:floor|hello-*:floor) [ -x "$BIN/http-floor" ] && echo "$BIN/http-floor --bind $addr" ;;
     newconn-*:tokio-raw|hello-*:tokio-raw) [ -x "$BIN/http-tokio" ] && echo "$BIN/http-tokio --bind $addr" ;;
     hello-*:may) [ -x "$BIN/http-may" ] && echo "$BIN/http-may --bind $addr" ;;
-    log-*:uring) echo "$BIN/ringway serve --hello --threads 1 --backend uring --bind $addr ${RINGWAY_ARGS:-}" ;;
-    log-*:epoll) echo "$BIN/ringway serve --hello --threads 1 --backend epoll --bind $addr ${RINGWAY_ARGS:-}" ;;
-    types-*:uring) echo "$ringway --hello --http-types --backend uring ${RINGWAY_ARGS:-}" ;;
-    types-*:epoll) echo "$ringway --hello --http-types --backend epoll ${RINGWAY_ARGS:-}" ;;
-    static-*:uring) echo "$ringway --static $OUT/static --backend uring ${RINGWAY_ARGS:-}" ;;
-    static-*:epoll) echo "$ringway --static $OUT/static --backend epoll ${RINGWAY_ARGS:-}" ;;
     static-*:floor) echo "$BIN/http-floor --app body --bind $addr" ;;
-    echo-*:uring) echo "$BIN/ringway echo --threads 1 --backend uring --bind $addr ${RINGWAY_ARGS:-}" ;;
-    echo-*:epoll) echo "$BIN/ringway echo --threads 1 --backend epoll --bind $addr ${RINGWAY_ARGS:-}" ;;
     echo-*:floor) echo "$BIN/echo-floor --bind $addr" ;;
-    hyper-*:uring) echo "$BIN/http-hyper-ringway --threads 1 --backend uring --bind $addr" ;;
-    hyper-*:epoll) echo "$BIN/http-hyper-ringway --threads 1 --backend epoll --bind $addr" ;;
     hyper-*:tokio) echo "$BIN/http-hyper --threads 1 --bind $addr" ;;
   esac
   return 0

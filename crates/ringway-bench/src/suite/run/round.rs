@@ -123,9 +123,15 @@ impl Sleepers {
         let Some(watch) = &env.stalls else {
             return Sleepers::default();
         };
+        let server = cpu_list(&env.server_cpus);
+        // A CPU both sides share (a one-CPU run) counts once, as the server's.
+        let client: Vec<usize> = cpu_list(&env.client_cpus)
+            .into_iter()
+            .filter(|c| !server.contains(c))
+            .collect();
         Sleepers {
-            server_ns: watch.cpu_ns_on(&cpu_list(&env.server_cpus)),
-            client_ns: watch.cpu_ns_on(&cpu_list(&env.client_cpus)),
+            server_ns: watch.cpu_ns_on(&server),
+            client_ns: watch.cpu_ns_on(&client),
         }
     }
 
